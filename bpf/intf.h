@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The only header shared by the BPF programs and the Rust loader (bindgen turns it into
+ * bpf_intf.rs). Constants, the DSQ id layout, the stat ids and the structs user space reads.
+ *
+ * Spelling shared everywhere (BPF, Rust, stats, TUI, docs): tiers core/cache/other, classes
+ * high/middle/low.
+ */
+#ifndef __MIAMI_INTF_H
+#define __MIAMI_INTF_H
+
+#ifndef __VMLINUX_H__
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef int s32;
+typedef unsigned long long u64;
+typedef long long s64;
+#endif
+
+enum miami_consts {
+	MIAMI_MAX_CPUS		= 1024,	/* rodata arrays are sized by this */
+	MIAMI_MAX_LLCS		= 256,
+	MIAMI_NR_INTV		= 8,	/* intervals kept per connection (sliding window) */
+	MIAMI_INTENS_MAX	= 1000000,	/* intensiveness range is 1..10^6 (paper III-B) */
+	MIAMI_AVG_US_MAX	= 1000000,
+	MIAMI_NO_CPU		= -1,
+};
+
+/*
+ * DSQ ids: CPU N owns the per-CPU DSQ N; MIAMI_DSQ_SHARED is the vtime DSQ shared by all
+ * CPUs for tasks that have no placement preference. All ids stay far below 2^63 (the kernel's
+ * built-in DSQ ids have bit 63 set).
+ */
+enum miami_dsq {
+	MIAMI_DSQ_SHARED	= MIAMI_MAX_CPUS,
+};
+
+/* Placement tier of a network task, relative to its representative connection's IRQ CPU. */
+enum miami_tier {
+	MIAMI_TIER_CORE		= 0,	/* the IRQ CPU itself */
+	MIAMI_TIER_CACHE	= 1,	/* shares the IRQ CPU's last-level cache */
+	MIAMI_TIER_OTHER	= 2,	/* anything else */
+	MIAMI_NR_TIERS		= 3,
+	MIAMI_TIER_NONE		= 3,	/* not a network task (never placed by tier) */
+};
+
+/* Communication class, by intensiveness against the two boundaries. */
+enum miami_class {
+	MIAMI_CLASS_HIGH	= 0,
+	MIAMI_CLASS_MIDDLE	= 1,
+	MIAMI_CLASS_LOW		= 2,
+	MIAMI_NR_CLASSES	= 3,
+};
+
+/*
+ * Counters, one slot each in the per-CPU `stats` array. Rust sums them over CPUs and names them
+ * in ONE table (src/stats.rs); a host test checks that the table covers every id once.
+ * The enqueue counters form a tier x class block: MIAMI_STAT_ENQ_CORE_HIGH + tier * 3 + class.
+ */
+enum miami_stat {
+	MIAMI_STAT_ENQ_CORE_HIGH,
+	MIAMI_STAT_ENQ_CORE_MIDDLE,
+	MIAMI_STAT_ENQ_CORE_LOW,
+	MIAMI_STAT_ENQ_CACHE_HIGH,
+	MIAMI_STAT_ENQ_CACHE_MIDDLE,
+	MIAMI_STAT_ENQ_CACHE_LOW,
+	MIAMI_STAT_ENQ_OTHER_HIGH,
+	MIAMI_STAT_ENQ_OTHER_MIDDLE,
+	MIAMI_STAT_ENQ_OTHER_LOW,
+	MIAMI_STAT_ENQ_NORMAL,		/* placements of non-network (or released) tasks */
+	MIAMI_STAT_NORMAL_AVOID_IRQ,	/* ...of which went to an idle non-IRQ CPU */
+	MIAMI_STAT_RUN_CORE_NS,		/* network-task runtime by tier */
+	MIAMI_STAT_RUN_CACHE_NS,
+	MIAMI_STAT_RUN_OTHER_NS,
+	MIAMI_STAT_RELEASES,		/* network tasks released after going silent (step 1) */
+	MIAMI_STAT_TIER_CHANGES,	/* a network task started running on a different tier */
+	MIAMI_STAT_PREEMPT_KICKS,	/* high class claimed its IRQ CPU from a non-network task */
+	MIAMI_STAT_PROBE_SEND,		/* tcp_sendmsg calls seen */
+	MIAMI_STAT_PROBE_RECV,		/* tcp_recvmsg calls seen */
+	MIAMI_STAT_PROBE_RCV_PKT,	/* tcp_rcv_established calls seen (receive path) */
+	MIAMI_STAT_SOCKS_TRACKED,	/* sockets that got a sock_ctx */
+	MIAMI_STAT_REP_CHANGES,		/* a task's representative connection changed */
+	MIAMI_STAT_DIRECT_LOCAL,	/* select_cpu() dispatched straight to an idle CPU */
+	MIAMI_STAT_DSP_CPU,		/* dispatch() took a task from its own per-CPU DSQ */
+	MIAMI_STAT_DSP_SHARED,		/* ... from the shared vtime DSQ */
+	MIAMI_STAT_DSP_STEAL_LLC,	/* ... from an LLC sibling's per-CPU DSQ */
+	MIAMI_STAT_DSP_STEAL_FAR,	/* ... from a per-CPU DSQ in another LLC */
+	MIAMI_NR_STATS,
+};
+
+/* Arguments of the miami_set_irq_cpu syscall program (user space -> IRQ CPU mask). */
+struct set_irq_cpu_arg {
+	s32 cpu;
+	u32 is_irq;
+};
+
+#endif /* __MIAMI_INTF_H */

@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_miami: MiAMI ("Multi-core aware processor Affinity for TCP/IP over Multiple network
+ * Interfaces", Jang & Jin) as a sched_ext scheduler.
+ *
+ * 1. What it does
+ *
+ * A networking task runs best on the CPU that takes its NIC's interrupts and softirq (tier
+ * core: task and protocol processing share L1/L2), second best on a CPU sharing that CPU's
+ * last-level cache (tier cache), and anywhere else only when those are overloaded (tier other).
+ * How hard a task pulls toward its IRQ CPU depends on its communication intensiveness
+ * (netmon.bpf.c): 10^6 / mean interval between its send/recv calls in us, 1..10^6. The task's
+ * most intensive connection represents it. Two boundaries, written by user space at run time,
+ * split intensiveness into three classes:
+ *
+ *   high    intens >= class_high_min     claims the core tier, even from non-network work
+ *   middle  intens >= class_middle_min   core tier when it has room, else cache tier
+ *   low     below                        cache tier; gives way first
+ *
+ * "Room" on a CPU is measured by its network load (the running-time average of network tasks
+ * on it) against net_room_pct, not its total load: non-network work on an IRQ CPU yields to
+ * network work (paper III-D, step 3 sheds low-class tasks, not the other way round), but two
+ * receivers that each need a full CPU do not both get the IRQ CPU. A tier is never bought by
+ * overloading a CPU: with no room in core or cache, the task is placed normally.
+ *
+ * 2. Non-network tasks
+ *
+ * Tasks without task_ctx, without a known IRQ CPU, or silent for longer than release_ns (paper
+ * step 1, "release") are placed normally: the previous CPU if it is idle and not an IRQ CPU,
+ * then any idle CPU that is not an IRQ CPU, then the kernel's default idle pick; if nothing is
+ * idle they wait in the shared vtime DSQ. Keeping IRQ CPUs free is what leaves room for the
+ * network work that MiAMI wants there.
+ *
+ * 3. Queues and fairness
+ *
+ * Each CPU owns a per-CPU DSQ (id = CPU) that holds network tasks placed on it; one shared DSQ
+ * (MIAMI_DSQ_SHARED) holds everything else. Both are ordered by vtime (runtime scaled by
+ * weight, with a lag limit of one slice), so ops.dispatch() compares the heads of its own DSQ
+ * and of the shared DSQ and takes the earlier one: a network task does not starve hogs and
+ * hogs do not starve it. We never insert into SCX_DSQ_LOCAL_ON from ops.enqueue() for another
+ * CPU (scx PR #2943, issues #2879/#2825): the task goes to the target's own DSQ and the
+ * target's ops.dispatch() moves it, which validates the task's affinity on that CPU.
+ *
+ * Work conservation: a CPU with nothing in its own or the shared DSQ pulls from an LLC
+ * sibling's per-CPU DSQ, then from CPUs in other LLCs whose DSQ holds more than one task (the
+ * first one is left for its owner, which will run it soon). Slices are bounded, so every DSQ is
+ * drained and the watchdog does not fire.
+ *
+ * 4. Compatibility
+ *
+ * The same object loads on 6.12 and 7.x: only compat.bpf.h wrappers, no ops member that
+ * 6.12's BTF lacks. 6.12 does not dispatch migration-disabled tasks for the scheduler, so
+ * ops.enqueue() keeps them (and single-CPU tasks) on their CPU's local DSQ.
+ *
+ * 5. Accepted races
+ *
+ * Loads and the idle state of remote CPUs are read without locks; a stale value costs one
+ * suboptimal placement. class_*_min may change between two placements of one task.
+ */
+#include "miami.bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+/*
+ * Set by the loader before load (rodata). Non-zero defaults so the verifier sees realistic
+ * bounds.
+ */
+const volatile u32 nr_cpu_ids = 1;		/* CPUs possible; bounds every CPU loop */
+const volatile u32 cpu_llc[MIAMI_MAX_CPUS];	/* CPU -> LLC id, from scx_utils::Topology */
+/* Slice for every task. 5 ms: long enough for throughput, short enough that a network task
+ * queued behind a hog waits at most one slice. */
+const volatile u64 slice_ns = 5000000;
+/* Step 1: a network task silent this long is placed normally again. Default 1 s. Too short and
+ * a paced sender drops in and out of its tier; too long and a finished one keeps it. */
+const volatile u64 release_ns = 1000000000;
+/* Network load (percent of a CPU) up to which a CPU has room for one more network task.
+ * Default 80. Higher packs more network tasks onto the IRQ CPU; lower spreads them sooner. */
+const volatile u32 net_room_pct = 80;
+/* Window of the per-CPU load averages. Default 10 ms. */
+const volatile u64 load_win_ns = 10000000;
+
+/*
+ * Written by user space at run time (.bss). Class boundaries on intensiveness; the agent moves
+ * them with load. Defaults here only matter before the loader writes its values.
+ */
+volatile u32 class_high_min = 100000;
+volatile u32 class_middle_min = 10000;
+
+static u64 vtime_now;
+
+/* CPUs that take no NIC input IRQ: where non-network tasks prefer to run. */
+private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
+
+struct llc_ctx {
+	struct bpf_cpumask __kptr *span;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct llc_ctx);
+} llc_ctx_stor SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
+} cpu_ctx_stor SEC(".maps");
+
+static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_ctx_stor, &key);
+}
+
+static const struct cpumask *llc_span(s32 cpu)
+{
+	struct llc_ctx *llcc;
+	u32 key;
+
+	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
+		return NULL;
+	key = cpu_llc[cpu];
+	llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
+	if (!llcc || !llcc->span)
+		return NULL;
+	return cast_mask(llcc->span);
+}
+
+static u32 llc_of(s32 cpu)
+{
+	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
+		return (u32)-1;
+	return cpu_llc[cpu];
+}
+
+static u32 tier_of(s32 cpu, s32 irq_cpu)
+{
+	if (cpu == irq_cpu)
+		return MIAMI_TIER_CORE;
+	if (llc_of(cpu) == llc_of(irq_cpu))
+		return MIAMI_TIER_CACHE;
+	return MIAMI_TIER_OTHER;
+}
+
+static u32 class_of(u32 intens)
+{
+	if (intens >= class_high_min)
+		return MIAMI_CLASS_HIGH;
+	if (intens >= class_middle_min)
+		return MIAMI_CLASS_MIDDLE;
+	return MIAMI_CLASS_LOW;
+}
+
+/* Add @busy_ns to @la and close its window when it is over. */
+static void load_add(struct load_avg *la, u64 busy_ns, u64 now)
+{
+	u64 elapsed, util;
+
+	la->win_busy_ns += busy_ns;
+	elapsed = now - la->win_start_ns;
+	if (elapsed < load_win_ns)
+		return;
+	util = la->win_busy_ns * 1024 / elapsed;
+	if (util > 1024)
+		util = 1024;
+	la->avg = (la->avg + util) / 2;
+	la->win_start_ns = now;
+	la->win_busy_ns = 0;
+}
+
+/* The average as seen now: halved for every window that passed without an update. */
+static u32 load_read(const struct load_avg *la, u64 now)
+{
+	u64 idle_wins = (now - la->win_start_ns) / load_win_ns;
+
+	if (idle_wins <= 1)
+		return la->avg;
+	if (idle_wins > 11)
+		return 0;
+	return la->avg >> (idle_wins - 1);
+}
+
+static bool has_room(s32 cpu, u64 now)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	if (!cpuc)
+		return false;
+	return load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024 &&
+	       scx_bpf_dsq_nr_queued(cpu) < 2;
+}
+
+static bool cpu_allowed(const struct task_struct *p, s32 cpu)
+{
+	return cpu >= 0 && cpu < nr_cpu_ids && bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
+static bool all_cpus_allowed(const struct task_struct *p)
+{
+	return p->nr_cpus_allowed >= nr_cpu_ids;
+}
+
+/*
+ * Is @p a network task right now? Step 1 (release) happens here, in O(1): a task whose last
+ * call is older than release_ns is placed normally until it communicates again.
+ */
+static bool is_net_task(struct task_ctx *taskc, u64 now)
+{
+	bool net;
+
+	if (!taskc)
+		return false;
+	net = taskc->intens && taskc->irq_cpu >= 0 && taskc->irq_cpu < nr_cpu_ids &&
+	      now - taskc->last_comm_ns < release_ns;
+	if (!net && taskc->placed_net) {
+		taskc->placed_net = 0;
+		stat_inc(MIAMI_STAT_RELEASES);
+	}
+	if (net)
+		taskc->placed_net = 1;
+	return net;
+}
+
+/* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. */
+static s32 pick_idle_cache(const struct task_struct *p, s32 prev_cpu, s32 irq_cpu)
+{
+	const struct cpumask *span;
+
+	if (prev_cpu != irq_cpu && llc_of(prev_cpu) == llc_of(irq_cpu) &&
+	    cpu_allowed(p, prev_cpu) && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	/* The LLC mask is usable directly only when it cannot include forbidden CPUs. */
+	if (!all_cpus_allowed(p))
+		return -1;
+	span = llc_span(irq_cpu);
+	if (!span)
+		return -1;
+	return scx_bpf_pick_idle_cpu(span, 0);
+}
+
+/*
+ * Choose a CPU for network task @p. *@idle tells whether the CPU was idle and claimed (then
+ * select_cpu() dispatches directly); otherwise ops.enqueue() queues @p on that CPU's DSQ if it
+ * is in the core or cache tier, or on the shared DSQ if not.
+ */
+static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_cpu,
+			u64 now, bool *idle)
+{
+	s32 irq = taskc->irq_cpu, cpu;
+	u32 cls = class_of(taskc->intens);
+	bool core_ok = cpu_allowed(p, irq);
+
+	taskc->cls = cls;
+	*idle = false;
+
+	/* Core tier: free IRQ CPU for high and middle. */
+	if (cls != MIAMI_CLASS_LOW && core_ok && scx_bpf_test_and_clear_cpu_idle(irq)) {
+		*idle = true;
+		return irq;
+	}
+	/* High claims the busy IRQ CPU while it has network room; enqueue preempts. */
+	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, now))
+		return irq;
+
+	/* Cache tier. */
+	cpu = pick_idle_cache(p, prev_cpu, irq);
+	if (cpu >= 0) {
+		*idle = true;
+		return cpu;
+	}
+	/* Low class takes a free IRQ CPU only after its LLC siblings. */
+	if (cls == MIAMI_CLASS_LOW && core_ok && scx_bpf_test_and_clear_cpu_idle(irq)) {
+		*idle = true;
+		return irq;
+	}
+	/* Everything in the LLC busy: queue where there is room, core first for middle. */
+	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, now))
+		return irq;
+	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) && has_room(prev_cpu, now))
+		return prev_cpu;
+	if (core_ok && has_room(irq, now))
+		return irq;
+	return -1;
+}
+
+/* Normal placement: an idle CPU that is not an IRQ CPU if there is one. */
+static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *idle)
+{
+	struct bpf_cpumask *non_irq;
+	struct cpu_ctx *cpuc;
+	s32 cpu;
+
+	*idle = false;
+	cpuc = try_lookup_cpu_ctx(prev_cpu);
+	if (cpuc && !cpuc->is_irq && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
+		*idle = true;
+		return prev_cpu;
+	}
+	non_irq = non_irq_cpumask;
+	if (non_irq && all_cpus_allowed(p)) {
+		cpu = scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0);
+		if (cpu >= 0) {
+			stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+			*idle = true;
+			return cpu;
+		}
+	}
+	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, idle);
+}
+
+/*
+ * ops.select_cpu(): called on wakeup of @p (not for migration-disabled or single-CPU tasks).
+ * Picks the CPU by tier and class for network tasks and normally for the rest; dispatches
+ * straight to the local DSQ when the chosen CPU was idle.
+ */
+s32 BPF_STRUCT_OPS(miami_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *taskc = try_lookup_task_ctx(p);
+	u64 now = bpf_ktime_get_ns();
+	bool idle = false;
+	s32 cpu;
+
+	if (is_net_task(taskc, now)) {
+		cpu = pick_net_cpu(p, taskc, prev_cpu, now, &idle);
+		if (cpu < 0)
+			cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
+	} else {
+		cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
+	}
+
+	if (idle) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		stat_inc(MIAMI_STAT_DIRECT_LOCAL);
+	}
+	return cpu;
+}
+
+static u64 task_vtime(const struct task_struct *p)
+{
+	u64 vtime = p->scx.dsq_vtime;
+
+	/* Lag limit: a task that slept long gets at most one slice of credit. */
+	if ((s64)(vtime_now - slice_ns - vtime) > 0)
+		vtime = vtime_now - slice_ns;
+	return vtime;
+}
+
+/* Queue network task @p on @cpu's DSQ and wake or preempt that CPU. */
+static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 enq_flags)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+	u64 kick = SCX_KICK_IDLE;
+
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
+	if (taskc->cls == MIAMI_CLASS_HIGH && cpu == taskc->irq_cpu && cpuc && !cpuc->cur_net) {
+		kick = SCX_KICK_PREEMPT;
+		stat_inc(MIAMI_STAT_PREEMPT_KICKS);
+	}
+	scx_bpf_kick_cpu(cpu, kick);
+}
+
+/*
+ * ops.enqueue(): @p became runnable and was not dispatched by select_cpu() (no idle CPU, or
+ * no select_cpu() at all: preemption, migration-disabled, single-CPU tasks).
+ */
+void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *taskc;
+	u64 now = bpf_ktime_get_ns();
+	s32 cpu = scx_bpf_task_cpu(p);
+	u32 tier;
+
+	/* 6.12 leaves migration-disabled tasks to us; keep them (and pinned ones) in place. */
+	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		return;
+	}
+
+	taskc = try_lookup_task_ctx(p);
+	if (is_net_task(taskc, now)) {
+		tier = tier_of(cpu, taskc->irq_cpu);
+		/* Not placed by select_cpu() in a good tier (e.g. preempted): place it now. */
+		if (tier == MIAMI_TIER_OTHER || !cpu_allowed(p, cpu)) {
+			bool idle;
+			s32 pick = pick_net_cpu(p, taskc, cpu, now, &idle);
+
+			if (pick >= 0) {
+				cpu = pick;
+				tier = tier_of(cpu, taskc->irq_cpu);
+			}
+		}
+		stat_inc(MIAMI_STAT_ENQ_CORE_HIGH + tier * MIAMI_NR_CLASSES + taskc->cls);
+		if (tier != MIAMI_TIER_OTHER && cpu_allowed(p, cpu)) {
+			enqueue_net(p, taskc, cpu, enq_flags);
+			return;
+		}
+	} else {
+		stat_inc(MIAMI_STAT_ENQ_NORMAL);
+	}
+
+	scx_bpf_dsq_insert_vtime(p, MIAMI_DSQ_SHARED, slice_ns, task_vtime(p), enq_flags);
+	/* Nobody picked an idle CPU for it (no select_cpu() on this path): wake one. */
+	if (!__COMPAT_is_enq_cpu_selected(enq_flags)) {
+		bool idle;
+
+		cpu = pick_normal_cpu(p, cpu, 0, &idle);
+		if (idle)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	}
+}
+
+/* Move the head of per-CPU DSQ @dsq to this CPU if it may run here. */
+static bool steal_from(s32 dsq)
+{
+	if (!scx_bpf_dsq_nr_queued(dsq))
+		return false;
+	return scx_bpf_dsq_move_to_local(dsq, 0);
+}
+
+/*
+ * ops.dispatch(): @cpu has nothing local to run. Own DSQ vs shared DSQ by vtime, then pull
+ * from LLC siblings, then from other LLCs.
+ */
+void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct task_struct *own, *shared;
+	u32 my_llc = llc_of(cpu), i;
+	s32 other;
+
+	own = __COMPAT_scx_bpf_dsq_peek(cpu);
+	shared = __COMPAT_scx_bpf_dsq_peek(MIAMI_DSQ_SHARED);
+	if (own && (!shared || own->scx.dsq_vtime <= shared->scx.dsq_vtime)) {
+		if (scx_bpf_dsq_move_to_local(cpu, 0)) {
+			stat_inc(MIAMI_STAT_DSP_CPU);
+			return;
+		}
+	}
+	if (shared && scx_bpf_dsq_move_to_local(MIAMI_DSQ_SHARED, 0)) {
+		stat_inc(MIAMI_STAT_DSP_SHARED);
+		return;
+	}
+	if (own && scx_bpf_dsq_move_to_local(cpu, 0)) {
+		stat_inc(MIAMI_STAT_DSP_CPU);
+		return;
+	}
+
+	bpf_for(i, 1, nr_cpu_ids) {
+		other = (cpu + i) % nr_cpu_ids;
+		if (llc_of(other) == my_llc && steal_from(other)) {
+			stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
+			return;
+		}
+	}
+	bpf_for(i, 1, nr_cpu_ids) {
+		other = (cpu + i) % nr_cpu_ids;
+		if (llc_of(other) != my_llc && scx_bpf_dsq_nr_queued(other) > 1 &&
+		    scx_bpf_dsq_move_to_local(other, 0)) {
+			stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
+			return;
+		}
+	}
+
+	/* Nothing else to run: let @prev go on. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+		prev->scx.slice = slice_ns;
+}
+
+/* ops.running(): @p starts on this CPU. Tier bookkeeping and the vtime clock. */
+void BPF_STRUCT_OPS(miami_running, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+	struct task_ctx *taskc;
+	u32 tier;
+
+	if ((s64)(p->scx.dsq_vtime - vtime_now) > 0)
+		vtime_now = p->scx.dsq_vtime;
+	if (!cpuc)
+		return;
+	cpuc->run_start_ns = bpf_ktime_get_ns();
+	cpuc->cur_net = 0;
+
+	taskc = try_lookup_task_ctx(p);
+	if (!taskc || !taskc->placed_net)
+		return;
+	cpuc->cur_net = 1;
+	tier = tier_of(cpu, taskc->irq_cpu);
+	if (tier != taskc->tier) {
+		if (taskc->tier != MIAMI_TIER_NONE)
+			stat_inc(MIAMI_STAT_TIER_CHANGES);
+		taskc->tier = tier;
+	}
+}
+
+/* ops.stopping(): @p leaves this CPU. Charge vtime, runtime by tier and the CPU's loads. */
+void BPF_STRUCT_OPS(miami_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+	u64 now = bpf_ktime_get_ns(), used;
+
+	if (!cpuc || !cpuc->run_start_ns)
+		return;
+	used = now - cpuc->run_start_ns;
+	cpuc->run_start_ns = 0;
+	p->scx.dsq_vtime += used * 100 / (p->scx.weight ?: 100);
+
+	cpuc->busy_ns += used;
+	load_add(&cpuc->load, used, now);
+	if (cpuc->cur_net) {
+		struct task_ctx *taskc = try_lookup_task_ctx(p);
+
+		cpuc->net_busy_ns += used;
+		load_add(&cpuc->net_load, used, now);
+		if (taskc && taskc->tier < MIAMI_NR_TIERS)
+			stat_add(MIAMI_STAT_RUN_CORE_NS + taskc->tier, used);
+		cpuc->cur_net = 0;
+	}
+}
+
+/* ops.enable(): @p joins the scheduler; start it at the current vtime. */
+void BPF_STRUCT_OPS(miami_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now;
+}
+
+/*
+ * Mark or unmark a CPU as an IRQ CPU. Run by user space (BPF_PROG_TEST_RUN) whenever the NIC
+ * IRQ map changes.
+ */
+SEC("syscall")
+int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
+{
+	struct bpf_cpumask *mask;
+	struct cpu_ctx *cpuc;
+	s32 cpu = arg->cpu;
+
+	if (cpu < 0 || cpu >= nr_cpu_ids)
+		return -EINVAL;
+	cpuc = try_lookup_cpu_ctx(cpu);
+	if (!cpuc)
+		return -ENOENT;
+	cpuc->is_irq = arg->is_irq ? 1 : 0;
+
+	bpf_rcu_read_lock();
+	mask = non_irq_cpumask;
+	if (mask) {
+		if (arg->is_irq)
+			bpf_cpumask_clear_cpu(cpu, mask);
+		else
+			bpf_cpumask_set_cpu(cpu, mask);
+	}
+	bpf_rcu_read_unlock();
+	return 0;
+}
+
+static s32 init_cpumasks(void)
+{
+	struct bpf_cpumask *mask;
+	struct llc_ctx *llcc;
+	u32 cpu, key;
+
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&non_irq_cpumask, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		if (cpu >= MIAMI_MAX_CPUS)
+			break;
+		key = cpu_llc[cpu];
+		llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
+		if (!llcc)
+			return -EINVAL;
+		if (!llcc->span) {
+			mask = bpf_cpumask_create();
+			if (!mask)
+				return -ENOMEM;
+			mask = bpf_kptr_xchg(&llcc->span, mask);
+			if (mask)
+				bpf_cpumask_release(mask);
+		}
+		bpf_rcu_read_lock();
+		mask = llcc->span;
+		if (mask)
+			bpf_cpumask_set_cpu(cpu, mask);
+		mask = non_irq_cpumask;
+		if (mask)
+			bpf_cpumask_set_cpu(cpu, mask);
+		bpf_rcu_read_unlock();
+	}
+	return 0;
+}
+
+/* ops.init(): create the DSQs and the CPU masks. */
+s32 BPF_STRUCT_OPS_SLEEPABLE(miami_init)
+{
+	s32 ret;
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		ret = scx_bpf_create_dsq(cpu, -1);
+		if (ret) {
+			scx_bpf_error("failed to create DSQ %u: %d", cpu, ret);
+			return ret;
+		}
+	}
+	ret = scx_bpf_create_dsq(MIAMI_DSQ_SHARED, -1);
+	if (ret) {
+		scx_bpf_error("failed to create the shared DSQ: %d", ret);
+		return ret;
+	}
+	return init_cpumasks();
+}
+
+/* ops.exit(): record why we exit, for the loader's report and restart decision. */
+void BPF_STRUCT_OPS(miami_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(miami_ops,
+	       .select_cpu	= (void *)miami_select_cpu,
+	       .enqueue		= (void *)miami_enqueue,
+	       .dispatch	= (void *)miami_dispatch,
+	       .running		= (void *)miami_running,
+	       .stopping	= (void *)miami_stopping,
+	       .enable		= (void *)miami_enable,
+	       .init		= (void *)miami_init,
+	       .exit		= (void *)miami_exit,
+	       .name		= "miami");

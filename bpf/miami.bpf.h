@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BPF-internal state shared by main.bpf.c (sched_ext ops) and netmon.bpf.c (TCP probes).
+ *
+ * The maps both files touch are defined here __weak: each object carries an identical
+ * definition and libbpf's static linker keeps one. Globals owned by one file are declared
+ * extern here.
+ */
+#ifndef __MIAMI_BPF_H
+#define __MIAMI_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+/*
+ * Per-connection state of the communication load monitor (paper III-B, "miami_node"), in
+ * socket local storage so it lives and dies with the socket.
+ */
+struct sock_ctx {
+	u64	cookie;			/* socket cookie, the connection's id in task_ctx */
+	u64	last_ns;		/* time of the last send/recv call */
+	u32	intv_ns[MIAMI_NR_INTV];	/* the last MIAMI_NR_INTV intervals, clamped to 1 s */
+	u32	nr_intv;		/* intervals recorded so far (saturates) */
+	u32	intens;			/* 10^6 / mean interval in us; 0 = no interval yet */
+	s32	irq_cpu;		/* sk_incoming_cpu at the last call */
+	s32	rx_cpu;			/* CPU of the last tcp_rcv_established (cross-check) */
+	u32	ifindex;		/* skb_iif of the last received segment */
+};
+
+/*
+ * Per-task state. Created by the probes for tasks that call TCP send/recv; tasks without it are
+ * non-network tasks. The representative connection is the task's most intensive one.
+ */
+struct task_ctx {
+	u64	rep_cookie;		/* representative connection's socket cookie */
+	u64	rep_last_ns;		/* last call on the representative connection */
+	u64	last_comm_ns;		/* last send/recv call on any connection */
+	u32	intens;			/* representative intensiveness, 1..10^6 */
+	s32	irq_cpu;		/* representative's IRQ (softirq) CPU, -1 unknown */
+	u32	ifindex;		/* representative's receiving interface, 0 unknown */
+	u8	cls;			/* class at the last placement (enum miami_class) */
+	u8	tier;			/* tier of the CPU it last ran on (enum miami_tier) */
+	u8	placed_net;		/* last placement treated it as a network task */
+	u8	pad;
+};
+
+/* A time-windowed busy average of one CPU, in 1/1024 of a CPU. */
+struct load_avg {
+	u64	win_start_ns;
+	u64	win_busy_ns;
+	u32	avg;
+	u32	pad;
+};
+
+struct cpu_ctx {
+	u64		run_start_ns;	/* when the current task started running */
+	u64		busy_ns;	/* cumulative busy time of scx tasks (user space reads it) */
+	u64		net_busy_ns;	/* ... of network tasks */
+	struct load_avg	load;		/* all tasks */
+	struct load_avg	net_load;	/* network tasks only: what "room" on a CPU means */
+	u8		cur_net;	/* the running task is a network task */
+	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
+	u8		pad[6];
+} __attribute__((aligned(64)));	/* one cache line per CPU: remote readers, local writers */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctx_stor SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MIAMI_NR_STATS);
+	__type(key, u32);
+	__type(value, u64);
+} stats SEC(".maps") __weak;
+
+static __always_inline void stat_add(u32 idx, u64 v)
+{
+	u64 *cnt = bpf_map_lookup_elem(&stats, &idx);
+
+	if (cnt)
+		(*cnt) += v;
+}
+
+static __always_inline void stat_inc(u32 idx)
+{
+	stat_add(idx, 1);
+}
+
+static __always_inline struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctx_stor, (struct task_struct *)p, 0, 0);
+}
+
+#endif /* __MIAMI_BPF_H */

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+//! scx_miami binary: parse and validate the command line, set up logging and Ctrl-C, and run
+//! the scheduler, restarting it when the kernel asks for a restart. The logic lives in the
+//! `miami` library.
+
+use std::mem::MaybeUninit;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use log::error;
+use miami::config::Config;
+use miami::opts::Opts;
+use miami::scheduler::{check_host, Scheduler};
+
+/// Exit code for a command line that cannot be used.
+const EXIT_USAGE: u8 = 2;
+
+fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
+    check_host()?;
+
+    // Ctrl-C / SIGTERM only set a flag; the run loop sees it, detaches and reports.
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the SIGINT/SIGTERM handler")?;
+
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut sched = Scheduler::init(cfg, opts.verbose, opts.exit_dump_len, &mut open_object)?;
+        let uei = sched.run(shutdown.clone())?;
+        if !uei.should_restart() {
+            return Ok(());
+        }
+        log::info!("the kernel asked for a restart; loading again");
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+
+    if opts.help_stats {
+        print!("{}", miami::stats::describe());
+        return ExitCode::SUCCESS;
+    }
+
+    let level = if opts.verbose {
+        simplelog::LevelFilter::Debug
+    } else {
+        simplelog::LevelFilter::Info
+    };
+    let _ = simplelog::TermLogger::init(
+        level,
+        simplelog::ConfigBuilder::new()
+            .set_time_level(simplelog::LevelFilter::Off)
+            .set_target_level(simplelog::LevelFilter::Off)
+            .set_location_level(simplelog::LevelFilter::Off)
+            .build(),
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    );
+
+    let cfg = match Config::from_opts(&opts) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("scx_miami: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+
+    match run(&opts, &cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Bring a fresh Debian 12 machine to the state the build and the VM tests need. Idempotent:
+# when everything is present it only checks and returns in seconds.
+#
+#   scripts/deps.sh            apt packages, virtme-ng venv, guest kernels
+#   scripts/deps.sh --no-kernels
+#
+# What it touches on the host: one extra apt .sources file (trixie, trixie-backports, sid,
+# copied from the machine's own Debian entry, so no mirror is named here) with an apt pin that
+# keeps those suites at priority 100 (nothing on the host moves unless asked for with -t), the
+# packages below, and the ignored folders .venv/ and .cache/ in the repo.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+want_kernels=1
+[[ ${1:-} == --no-kernels ]] && want_kernels=0
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
+
+[[ $(id -u) == 0 ]] || die "run as root (it installs apt packages)"
+
+# --- apt suites -----------------------------------------------------------------------------
+src=/etc/apt/sources.list.d/miami-next.sources
+pin=/etc/apt/preferences.d/miami-next
+if [[ ! -f $src ]]; then
+	base=/etc/apt/sources.list.d/debian.sources
+	[[ -f $base ]] || die "no $base to copy the Debian mirror from"
+	# The first stanza whose Suites name a plain release (not -security) gives URIs/Signed-By.
+	uris=$(awk '/^URIs:/ {u=$2} /^Suites:/ && $2 !~ /security/ && u {print u; exit}' "$base")
+	keyring=$(awk '/^Signed-By:/ {print $2; exit}' "$base")
+	[[ -n $uris && -n $keyring ]] || die "could not read URIs/Signed-By from $base"
+	log "adding trixie, trixie-backports, sid from the existing Debian entry"
+	cat >"$src" <<SRC
+Types: deb
+URIs: $uris
+Suites: trixie trixie-backports sid
+Components: main
+Signed-By: $keyring
+SRC
+	cat >"$pin" <<PIN
+Package: *
+Pin: release n=trixie
+Pin-Priority: 100
+
+Package: *
+Pin: release n=sid
+Pin-Priority: 100
+PIN
+	rm -f /var/lib/apt/lists/.miami-updated
+fi
+if [[ ! -f /var/lib/apt/lists/.miami-updated ]]; then
+	log "apt-get update"
+	apt-get update -qq
+	touch /var/lib/apt/lists/.miami-updated
+fi
+
+pkgs=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make qemu-system-x86 qemu-utils kmod
+      virtiofsd udev busybox-static iperf3 netperf sockperf sysstat stress-ng ethtool iproute2
+      irqbalance tmux python3 python3-venv gcc libc6-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	log "installing from trixie: ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+	# irqbalance must not run on the host: the VM tests start it inside guests only.
+	systemctl disable --now irqbalance >/dev/null 2>&1 || true
+fi
+
+# --- virtme-ng ------------------------------------------------------------------------------
+venv=$top/.venv
+if [[ ! -x $venv/bin/vng ]]; then
+	log "virtme-ng 1.42 into $venv"
+	/usr/bin/python3 -m venv "$venv"
+	"$venv/bin/pip" install -q virtme-ng==1.42
+fi
+
+# --- guest kernels --------------------------------------------------------------------------
+((want_kernels)) || exit 0
+"$top/scripts/kernels.sh" fetch

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One validation step from the command line to the values the BPF side takes: units are
+//! converted here (us/ms -> ns) and nowhere else. A bad value is an `Invalid` error whose
+//! message names the option; the binary exits 2 on it.
+
+use crate::opts::Opts;
+use std::fmt;
+
+pub const INTENS_MAX: u32 = crate::bpf_intf::miami_consts_MIAMI_INTENS_MAX as u32;
+
+/// A command-line value that cannot be used, with the option it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub option: &'static str,
+    pub reason: String,
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid --{}: {}", self.option, self.reason)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// Class boundaries on intensiveness (high >= high_min > middle >= middle_min > low).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassBounds {
+    pub high_min: u32,
+    pub middle_min: u32,
+}
+
+impl ClassBounds {
+    pub fn parse(s: &str) -> Result<Self, Invalid> {
+        let bad = |reason: String| Invalid {
+            option: "class-bounds",
+            reason,
+        };
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        if parts.len() != 2 {
+            return Err(bad(format!(
+                "'{s}' is not HIGH_MIN,MIDDLE_MIN (two numbers separated by a comma)"
+            )));
+        }
+        let num = |p: &str| -> Result<u32, Invalid> {
+            let v: u64 = p
+                .parse()
+                .map_err(|_| bad(format!("'{p}' is not a number")))?;
+            if v < 1 || v > INTENS_MAX as u64 {
+                return Err(bad(format!("{v} is outside 1..={INTENS_MAX}")));
+            }
+            Ok(v as u32)
+        };
+        let (high_min, middle_min) = (num(parts[0])?, num(parts[1])?);
+        if high_min <= middle_min {
+            return Err(bad(format!(
+                "HIGH_MIN ({high_min}) must be greater than MIDDLE_MIN ({middle_min})"
+            )));
+        }
+        Ok(Self {
+            high_min,
+            middle_min,
+        })
+    }
+}
+
+/// Validated configuration, in the units the BPF side uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub slice_ns: u64,
+    pub release_ns: u64,
+    pub bounds: ClassBounds,
+    pub net_room_pct: u32,
+    pub nics: Vec<String>,
+    pub irq_refresh_ms: u64,
+    pub stats_interval_s: Option<f64>,
+}
+
+fn in_range(option: &'static str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<u64, Invalid> {
+    if v < lo || v > hi {
+        return Err(Invalid {
+            option,
+            reason: format!("{v} {unit} is outside {lo}..={hi}"),
+        });
+    }
+    Ok(v)
+}
+
+impl Config {
+    pub fn from_opts(o: &Opts) -> Result<Self, Invalid> {
+        let slice_us = in_range("slice-us", o.slice_us, 100, 100_000, "us")?;
+        let release_ms = in_range("release-after-ms", o.release_after_ms, 10, 3_600_000, "ms")?;
+        let room = in_range("net-room-pct", o.net_room_pct as u64, 1, 100, "%")? as u32;
+        let irq_refresh_ms = in_range("irq-refresh-ms", o.irq_refresh_ms, 10, 60_000, "ms")?;
+        if let Some(s) = o.stats {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(Invalid {
+                    option: "stats",
+                    reason: format!("{s} is not a positive number of seconds"),
+                });
+            }
+        }
+        if let Some(n) = o.nic.iter().find(|n| n.is_empty() || n.len() > 15 || n.contains('/')) {
+            return Err(Invalid {
+                option: "nic",
+                reason: format!("'{n}' is not an interface name"),
+            });
+        }
+        Ok(Self {
+            slice_ns: slice_us * 1000,
+            release_ns: release_ms * 1_000_000,
+            bounds: ClassBounds::parse(&o.class_bounds)?,
+            net_room_pct: room,
+            nics: o.nic.clone(),
+            irq_refresh_ms,
+            stats_interval_s: o.stats,
+        })
+    }
+}

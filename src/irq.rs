@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+//! NIC IRQ discovery: which interfaces have IRQs, which of those are receive queues, and which
+//! CPUs they target. Reads sysfs and procfs under configurable roots, so tests run on fixture
+//! trees.
+//!
+//! - Interfaces: /sys/class/net/IF with a `device` link (lo, veth, bridges have none).
+//! - IRQs: the device's `msi_irqs/` directory; for virtio the MSI-X vectors belong to the
+//!   parent PCI device (`device/../msi_irqs`); a legacy `device/irq` file as the last resort.
+//! - Queue kind: from the IRQ's name in /proc/interrupts (`virtio0-input.0`, `eth0-TxRx-3`,
+//!   `mlx5_comp3@pci:...`, `i40e-eth0-TxRx-0`); config/link IRQs are not queues.
+//! - Target CPUs: /proc/irq/N/effective_affinity_list (where the last interrupt really went),
+//!   else smp_affinity_list.
+
+use anyhow::{bail, Context, Result};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Where sysfs and procfs are mounted ("/sys", "/proc" on a live system).
+#[derive(Debug, Clone)]
+pub struct Roots {
+    pub sys: PathBuf,
+    pub proc: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Self {
+            sys: "/sys".into(),
+            proc: "/proc".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    Rx,
+    Tx,
+    Combined,
+    Other,
+}
+
+impl QueueKind {
+    /// Guess from an IRQ name. Combined names mention both directions or a completion queue.
+    pub fn from_name(name: &str) -> Self {
+        let n = name.to_ascii_lowercase();
+        if n.contains("txrx") || n.contains("rx-tx") || n.contains("tx-rx") || n.contains("comp")
+            || n.contains("combined")
+        {
+            QueueKind::Combined
+        } else if n.contains("input") || n.contains("-rx") || n.contains("rx-") {
+            QueueKind::Rx
+        } else if n.contains("output") || n.contains("-tx") || n.contains("tx-") {
+            QueueKind::Tx
+        } else {
+            QueueKind::Other
+        }
+    }
+
+    /// Does this IRQ carry received packets (and so start softirq receive work)?
+    pub fn receives(self) -> bool {
+        matches!(self, QueueKind::Rx | QueueKind::Combined)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NicIrq {
+    pub irq: u32,
+    pub name: String,
+    pub kind: QueueKind,
+    pub cpus: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nic {
+    pub name: String,
+    pub ifindex: u32,
+    pub irqs: Vec<NicIrq>,
+}
+
+impl Nic {
+    /// CPUs targeted by this NIC's receive IRQs.
+    pub fn rx_cpus(&self) -> BTreeSet<usize> {
+        self.irqs
+            .iter()
+            .filter(|i| i.kind.receives())
+            .flat_map(|i| i.cpus.iter().copied())
+            .collect()
+    }
+}
+
+/// Parse a kernel CPU list ("0-3,8,10-11"). Empty input is an empty list.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+                if a > b {
+                    bail!("bad CPU range '{part}'");
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().with_context(|| format!("bad CPU '{part}'"))?),
+        }
+    }
+    Ok(cpus)
+}
+
+/// The inverse of `parse_cpu_list`, with ranges ("0-3,8").
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// IRQ number -> name (the last column) from /proc/interrupts. Non-numeric rows (NMI, LOC...)
+/// are skipped.
+pub fn parse_proc_interrupts(text: &str) -> BTreeMap<u32, String> {
+    let mut lines = text.lines();
+    let nr_cpus = lines.next().map_or(0, |h| h.split_whitespace().count());
+    let mut names = BTreeMap::new();
+    for line in lines {
+        let Some((irq, rest)) = line.trim_start().split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = irq.parse::<u32>() else {
+            continue;
+        };
+        // After the per-CPU counts come the chip, the hw irq and the name(s).
+        let fields: Vec<&str> = rest.split_whitespace().skip(nr_cpus).collect();
+        if let Some(name) = fields.last() {
+            names.insert(irq, name.to_string());
+        }
+    }
+    names
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+}
+
+/// IRQ numbers of a net device: its msi_irqs, its parent's (virtio), or its legacy irq.
+fn device_irqs(dev: &Path) -> Vec<u32> {
+    for dir in [dev.join("msi_irqs"), dev.join("../msi_irqs")] {
+        if let Ok(rd) = fs::read_dir(&dir) {
+            let mut irqs: Vec<u32> = rd
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect();
+            if !irqs.is_empty() {
+                irqs.sort_unstable();
+                return irqs;
+            }
+        }
+    }
+    match read_trim(&dev.join("irq")).and_then(|s| s.parse::<u32>().ok()) {
+        Some(irq) if irq > 0 => vec![irq],
+        _ => vec![],
+    }
+}
+
+/// The CPUs IRQ @irq targets now.
+pub fn irq_affinity(roots: &Roots, irq: u32) -> Vec<usize> {
+    let base = roots.proc.join("irq").join(irq.to_string());
+    for f in ["effective_affinity_list", "smp_affinity_list"] {
+        if let Some(cpus) = read_trim(&base.join(f)).and_then(|s| parse_cpu_list(&s).ok()) {
+            if !cpus.is_empty() {
+                return cpus;
+            }
+        }
+    }
+    vec![]
+}
+
+/// Every interface with IRQs, or only those named in @only (an unknown name is an error).
+pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
+    let net = roots.sys.join("class/net");
+    let names = parse_proc_interrupts(
+        &fs::read_to_string(roots.proc.join("interrupts")).context("reading /proc/interrupts")?,
+    );
+    let mut nics = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut entries: Vec<_> = fs::read_dir(&net)
+        .with_context(|| format!("reading {}", net.display()))?
+        .filter_map(|e| e.ok())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().to_string();
+        seen.insert(name.clone());
+        if !only.is_empty() && !only.contains(&name) {
+            continue;
+        }
+        let dev = e.path().join("device");
+        if !dev.exists() {
+            continue;
+        }
+        let irqs: Vec<NicIrq> = device_irqs(&dev)
+            .into_iter()
+            .map(|irq| {
+                let qname = names.get(&irq).cloned().unwrap_or_default();
+                NicIrq {
+                    irq,
+                    kind: QueueKind::from_name(&qname),
+                    name: qname,
+                    cpus: irq_affinity(roots, irq),
+                }
+            })
+            .collect();
+        if irqs.is_empty() {
+            continue;
+        }
+        let mut irqs = irqs;
+        // A NIC whose vectors carry no queue names (one shared IRQ, INTx) receives on all of
+        // them except the obvious management ones.
+        if !irqs.iter().any(|i| i.kind.receives()) {
+            for i in irqs.iter_mut() {
+                let n = i.name.to_ascii_lowercase();
+                if !(n.contains("config") || n.contains("link") || n.contains("async")) {
+                    i.kind = QueueKind::Combined;
+                }
+            }
+        }
+        let ifindex = read_trim(&e.path().join("ifindex"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        nics.push(Nic {
+            name,
+            ifindex,
+            irqs,
+        });
+    }
+    if let Some(missing) = only.iter().find(|n| !seen.contains(*n)) {
+        bail!(
+            "--nic {missing}: no such interface in {} (have: {})",
+            net.display(),
+            seen.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(nics)
+}
+
+/// CPUs that take a receive IRQ of any of @nics.
+pub fn irq_cpus(nics: &[Nic]) -> BTreeSet<usize> {
+    nics.iter().flat_map(|n| n.rx_cpus()).collect()
+}

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+//! scx_miami: the MiAMI network-affinity policy (Jang & Jin) as a sched_ext scheduler.
+//!
+//! Everything that can be tested without root lives here: CLI and its validation, topology and
+//! IRQ discovery, the stats table. `scheduler` loads and runs the BPF side; the binary in
+//! scheds/scx_miami only wires them together.
+
+pub mod bpf_intf;
+pub mod bpf_skel;
+pub mod config;
+pub mod irq;
+pub mod opts;
+pub mod scheduler;
+pub mod stats;
+pub mod topology;
+
+pub const SCHEDULER_NAME: &str = "scx_miami";

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Command line of scx_miami. Every knob is validated in one place (`config.rs`) before
+//! anything is loaded; this file only declares them and their help.
+
+use clap::Parser;
+
+/// scx_miami: MiAMI network-affinity scheduler for sched_ext.
+///
+/// Places each TCP task near the CPU that handles its NIC's interrupts and softirq (tier
+/// "core"), else on a CPU sharing that CPU's last-level cache (tier "cache"), else anywhere
+/// ("other"). How hard a task pulls depends on its communication intensiveness, 10^6 / mean
+/// interval between its send/recv calls in microseconds, split into classes high / middle /
+/// low by two boundaries. Everything else is scheduled fairly by vtime, away from IRQ CPUs.
+///
+/// Needs root and a kernel with sched_ext (Linux 6.12+, CONFIG_SCHED_CLASS_EXT=y). Exit codes:
+/// 0 clean exit, 1 runtime error (no sched_ext, load failure, kernel ejected the scheduler),
+/// 2 invalid command line.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scx_miami", version, verbatim_doc_comment)]
+pub struct Opts {
+    /// Time slice of every task, in microseconds.
+    ///
+    /// Longer slices favour throughput; a network task queued behind a CPU hog waits at most
+    /// one slice. Range 100..=100000.
+    #[arg(long, default_value_t = 5000)]
+    pub slice_us: u64,
+
+    /// Release a network task after this many milliseconds without a send/recv call.
+    ///
+    /// MiAMI step 1: a released task is placed like any other task until it communicates
+    /// again. Range 10..=3600000.
+    #[arg(long, default_value_t = 1000)]
+    pub release_after_ms: u64,
+
+    /// Class boundaries on intensiveness: HIGH_MIN,MIDDLE_MIN.
+    ///
+    /// A task with intensiveness >= HIGH_MIN is class high (claims its IRQ CPU), >= MIDDLE_MIN
+    /// middle (IRQ CPU when it has room, else its LLC), below that low. Intensiveness is
+    /// 10^6 / mean call interval in us, so the defaults mean: high = calls at most 10 us apart,
+    /// middle = at most 100 us apart. Both in 1..=1000000, HIGH_MIN > MIDDLE_MIN.
+    #[arg(long, default_value = "100000,10000", value_name = "HIGH_MIN,MIDDLE_MIN")]
+    pub class_bounds: String,
+
+    /// Network load, in percent of one CPU, up to which a CPU takes one more network task.
+    ///
+    /// Higher packs more network tasks onto an IRQ CPU before spilling to its LLC siblings;
+    /// lower spreads them sooner. Range 1..=100.
+    #[arg(long, default_value_t = 80)]
+    pub net_room_pct: u32,
+
+    /// Only treat these interfaces' IRQ CPUs as IRQ CPUs (comma-separated, e.g. eth0,eth1).
+    ///
+    /// Default: every interface that has a device with IRQs (lo, veth, bridges are skipped).
+    /// An unknown name is an error.
+    #[arg(long, value_delimiter = ',', value_name = "IF,...")]
+    pub nic: Vec<String>,
+
+    /// Re-read the NIC IRQ affinity every this many milliseconds.
+    ///
+    /// irqbalance or an administrator may move IRQs at any time. Range 10..=60000.
+    #[arg(long, default_value_t = 1000)]
+    pub irq_refresh_ms: u64,
+
+    /// Print statistics every N seconds while running.
+    #[arg(long, value_name = "SECS")]
+    pub stats: Option<f64>,
+
+    /// Print every statistic with its description, then exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
+    /// Bytes of the BPF debug dump printed when the scheduler is ejected (0: kernel default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Verbose output, including libbpf's messages while loading.
+    #[arg(short, long)]
+    pub verbose: bool,
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Loads, configures and runs the BPF scheduler: rodata from the validated config and the
+//! topology, the IRQ CPU mask from the NIC IRQ map, then a run loop that refreshes the IRQ map,
+//! prints stats and ends on shutdown or when the kernel ejects the scheduler.
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
+use log::{info, warn};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{Topology, UserExitInfo};
+use std::collections::BTreeSet;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::bpf_intf::set_irq_cpu_arg;
+use crate::bpf_skel::*;
+use crate::config::Config;
+use crate::irq::{self, format_cpu_list, Roots};
+use crate::stats::{Counters, NR_STATS};
+use crate::topology::LlcMap;
+
+/// Refuse early, with a message a user can act on, where loading cannot work.
+pub fn check_host() -> Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("0");
+    if euid != "0" {
+        bail!("scx_miami must run as root (it loads a BPF scheduler); try: sudo scx_miami");
+    }
+    if !std::path::Path::new("/sys/kernel/sched_ext").is_dir() {
+        bail!(
+            "this kernel ({}) has no sched_ext: /sys/kernel/sched_ext is missing. scx_miami \
+             needs Linux 6.12 or newer built with CONFIG_SCHED_CLASS_EXT=y",
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+        );
+    }
+    Ok(())
+}
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    cfg: &'a Config,
+    roots: Roots,
+    irq_cpus: BTreeSet<usize>,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn init(
+        cfg: &'a Config,
+        verbose: bool,
+        exit_dump_len: u32,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        let topo = Topology::new().context("reading the CPU topology")?;
+        let llcs = LlcMap::from_topology(&topo)?;
+        info!(
+            "{} {}: {} CPUs, LLCs {}",
+            crate::SCHEDULER_NAME,
+            env!("CARGO_PKG_VERSION"),
+            llcs.cpu_llc.len(),
+            llcs.describe()
+        );
+
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(verbose);
+        let mut skel = scx_ops_open!(builder, open_object, miami_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+
+        skel.struct_ops.miami_ops_mut().exit_dump_len = exit_dump_len;
+        skel.struct_ops.miami_ops_mut().flags =
+            *scx_utils::compat::SCX_OPS_ENQ_EXITING | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
+
+        let rodata = skel.maps.rodata_data.as_mut().unwrap();
+        rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
+        rodata.cpu_llc[..llcs.cpu_llc.len()].copy_from_slice(&llcs.cpu_llc);
+        rodata.slice_ns = cfg.slice_ns;
+        rodata.release_ns = cfg.release_ns;
+        rodata.net_room_pct = cfg.net_room_pct;
+
+        // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
+        let data = skel.maps.data_data.as_mut().unwrap();
+        data.class_high_min = cfg.bounds.high_min;
+        data.class_middle_min = cfg.bounds.middle_min;
+
+        let mut skel = scx_ops_load!(skel, miami_ops, uei)?;
+
+        let link = Some(scx_ops_attach!(skel, miami_ops)?);
+        info!(
+            "attached: slice {} us, release after {} ms, classes high >= {}, middle >= {}",
+            cfg.slice_ns / 1000,
+            cfg.release_ns / 1_000_000,
+            cfg.bounds.high_min,
+            cfg.bounds.middle_min
+        );
+
+        let mut sched = Self {
+            skel,
+            link,
+            cfg,
+            roots: Roots::default(),
+            irq_cpus: BTreeSet::new(),
+        };
+        sched.refresh_irqs()?;
+        Ok(sched)
+    }
+
+    fn set_irq_cpu(&mut self, cpu: usize, is_irq: bool) -> Result<()> {
+        let mut arg = set_irq_cpu_arg {
+            cpu: cpu as i32,
+            is_irq: is_irq as u32,
+        };
+        // SAFETY: arg is a plain #[repr(C)] struct that outlives the call.
+        let ctx = unsafe {
+            std::slice::from_raw_parts_mut(
+                &mut arg as *mut _ as *mut u8,
+                std::mem::size_of_val(&arg),
+            )
+        };
+        let out = self.skel.progs.miami_set_irq_cpu.test_run(ProgramInput {
+            context_in: Some(ctx),
+            ..Default::default()
+        })?;
+        if out.return_value != 0 {
+            bail!("miami_set_irq_cpu({cpu}) returned {}", out.return_value as i32);
+        }
+        Ok(())
+    }
+
+    /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF.
+    fn refresh_irqs(&mut self) -> Result<()> {
+        let nics = irq::discover(&self.roots, &self.cfg.nics)?;
+        let cpus = irq::irq_cpus(&nics);
+        if cpus == self.irq_cpus {
+            return Ok(());
+        }
+        for nic in &nics {
+            let rx: Vec<usize> = nic.rx_cpus().into_iter().collect();
+            info!("NIC {} (ifindex {}): receive IRQs on CPUs {}", nic.name, nic.ifindex, format_cpu_list(&rx));
+        }
+        for cpu in self.irq_cpus.difference(&cpus).copied().collect::<Vec<_>>() {
+            self.set_irq_cpu(cpu, false)?;
+        }
+        for cpu in cpus.difference(&self.irq_cpus).copied().collect::<Vec<_>>() {
+            self.set_irq_cpu(cpu, true)?;
+        }
+        info!("IRQ CPUs: {}", format_cpu_list(&cpus.iter().copied().collect::<Vec<_>>()));
+        self.irq_cpus = cpus;
+        Ok(())
+    }
+
+    pub fn counters(&self) -> Counters {
+        Counters::from_percpu((0..NR_STATS as u32).map(|id| {
+            self.skel
+                .maps
+                .stats
+                .lookup_percpu(&id.to_ne_bytes(), MapFlags::ANY)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+        }))
+    }
+
+    fn exited(&mut self) -> bool {
+        uei_exited!(&self.skel, uei)
+    }
+
+    /// Run until @shutdown or until the kernel ejects the scheduler; detach and report why.
+    pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
+        let irq_period = Duration::from_millis(self.cfg.irq_refresh_ms);
+        let stats_period = self.cfg.stats_interval_s.map(Duration::from_secs_f64);
+        let (mut next_irq, mut next_stats) = (Instant::now() + irq_period, Instant::now());
+        let mut prev = Counters::default();
+
+        while !shutdown.load(Ordering::Relaxed) && !self.exited() {
+            let now = Instant::now();
+            if now >= next_irq {
+                if let Err(e) = self.refresh_irqs() {
+                    warn!("IRQ map refresh failed: {e:#}");
+                }
+                next_irq = now + irq_period;
+            }
+            if let Some(p) = stats_period {
+                if now >= next_stats {
+                    let cur = self.counters();
+                    print!("--- stats (delta over {:.1} s)\n{}", p.as_secs_f64(), cur.delta(&prev).report());
+                    prev = cur;
+                    next_stats = now + p;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+
+        let total = self.counters();
+        let _ = self.link.take();
+        info!("totals since start:\n{}", total.report().trim_end());
+        uei_report!(&self.skel, uei)
+    }
+}
+
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        // Detaching is what leaves the host as it was; the IRQ map is only read, never written.
+        let _ = self.link.take();
+        info!("unregistered {}", crate::SCHEDULER_NAME);
+    }
+}

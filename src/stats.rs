@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The one table of BPF counters: id (from intf.h), name, unit, description. It drives reading,
+//! deltas, --help-stats and the printed report; nothing else names a counter.
+
+use crate::bpf_intf::*;
+
+pub struct StatDesc {
+    pub id: u32,
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub desc: &'static str,
+}
+
+macro_rules! stat {
+    ($id:ident, $name:expr, $unit:expr, $desc:expr) => {
+        StatDesc {
+            id: $id,
+            name: $name,
+            unit: $unit,
+            desc: $desc,
+        }
+    };
+}
+
+pub const NR_STATS: usize = miami_stat_MIAMI_NR_STATS as usize;
+
+pub static STATS: &[StatDesc] = &[
+    stat!(miami_stat_MIAMI_STAT_ENQ_CORE_HIGH, "enq_core_high", "count", "network-task enqueues on the IRQ CPU, class high"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_CORE_MIDDLE, "enq_core_middle", "count", "network-task enqueues on the IRQ CPU, class middle"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_CORE_LOW, "enq_core_low", "count", "network-task enqueues on the IRQ CPU, class low"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_CACHE_HIGH, "enq_cache_high", "count", "network-task enqueues on an LLC sibling of the IRQ CPU, class high"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_CACHE_MIDDLE, "enq_cache_middle", "count", "network-task enqueues on an LLC sibling of the IRQ CPU, class middle"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_CACHE_LOW, "enq_cache_low", "count", "network-task enqueues on an LLC sibling of the IRQ CPU, class low"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_OTHER_HIGH, "enq_other_high", "count", "network-task enqueues outside the IRQ CPU's LLC, class high"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_OTHER_MIDDLE, "enq_other_middle", "count", "network-task enqueues outside the IRQ CPU's LLC, class middle"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_OTHER_LOW, "enq_other_low", "count", "network-task enqueues outside the IRQ CPU's LLC, class low"),
+    stat!(miami_stat_MIAMI_STAT_ENQ_NORMAL, "enq_normal", "count", "enqueues of non-network or released tasks"),
+    stat!(miami_stat_MIAMI_STAT_NORMAL_AVOID_IRQ, "normal_avoid_irq", "count", "non-network wakeups placed on an idle CPU that takes no NIC IRQ"),
+    stat!(miami_stat_MIAMI_STAT_RUN_CORE_NS, "run_core_ns", "ns", "network-task runtime on the IRQ CPU (tier core)"),
+    stat!(miami_stat_MIAMI_STAT_RUN_CACHE_NS, "run_cache_ns", "ns", "network-task runtime on an LLC sibling of the IRQ CPU (tier cache)"),
+    stat!(miami_stat_MIAMI_STAT_RUN_OTHER_NS, "run_other_ns", "ns", "network-task runtime elsewhere (tier other)"),
+    stat!(miami_stat_MIAMI_STAT_RELEASES, "releases", "count", "network tasks released after --release-after-ms without a call (step 1)"),
+    stat!(miami_stat_MIAMI_STAT_TIER_CHANGES, "tier_changes", "count", "a network task started running in a different tier than last time"),
+    stat!(miami_stat_MIAMI_STAT_PREEMPT_KICKS, "preempt_kicks", "count", "class-high tasks that preempted non-network work on their IRQ CPU"),
+    stat!(miami_stat_MIAMI_STAT_PROBE_SEND, "probe_send", "count", "tcp_sendmsg calls seen by the monitor"),
+    stat!(miami_stat_MIAMI_STAT_PROBE_RECV, "probe_recv", "count", "tcp_recvmsg calls seen by the monitor"),
+    stat!(miami_stat_MIAMI_STAT_PROBE_RCV_PKT, "probe_rcv_pkt", "count", "segments through tcp_rcv_established"),
+    stat!(miami_stat_MIAMI_STAT_SOCKS_TRACKED, "socks_tracked", "count", "sockets that got per-connection state"),
+    stat!(miami_stat_MIAMI_STAT_REP_CHANGES, "rep_changes", "count", "a task's representative (most intensive) connection changed"),
+    stat!(miami_stat_MIAMI_STAT_DIRECT_LOCAL, "direct_local", "count", "wakeups dispatched straight to an idle CPU"),
+    stat!(miami_stat_MIAMI_STAT_DSP_CPU, "dsp_cpu", "count", "dispatches from the CPU's own per-CPU DSQ"),
+    stat!(miami_stat_MIAMI_STAT_DSP_SHARED, "dsp_shared", "count", "dispatches from the shared vtime DSQ"),
+    stat!(miami_stat_MIAMI_STAT_DSP_STEAL_LLC, "dsp_steal_llc", "count", "dispatches pulled from an LLC sibling's per-CPU DSQ"),
+    stat!(miami_stat_MIAMI_STAT_DSP_STEAL_FAR, "dsp_steal_far", "count", "dispatches pulled from a per-CPU DSQ in another LLC"),
+];
+
+/// Counter values indexed by stat id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters(pub Vec<u64>);
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self(vec![0; NR_STATS])
+    }
+}
+
+impl Counters {
+    /// Sum per-CPU values: @percpu[cpu] is the 8-byte little/native-endian value of one CPU.
+    pub fn from_percpu(per_stat: impl IntoIterator<Item = Vec<Vec<u8>>>) -> Self {
+        let v = per_stat
+            .into_iter()
+            .map(|cpus| {
+                cpus.iter()
+                    .map(|b| u64::from_ne_bytes(b[..8].try_into().unwrap_or([0; 8])))
+                    .sum()
+            })
+            .collect();
+        Self(v)
+    }
+
+    pub fn get(&self, id: u32) -> u64 {
+        self.0.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// Counter increase since @prev (counters never go back; a restart resets them).
+    pub fn delta(&self, prev: &Counters) -> Counters {
+        Counters(
+            self.0
+                .iter()
+                .zip(prev.0.iter().chain(std::iter::repeat(&0)))
+                .map(|(c, p)| c.saturating_sub(*p))
+                .collect(),
+        )
+    }
+
+    /// Share of network-task runtime per tier (core, cache, other), in percent.
+    pub fn tier_shares(&self) -> [f64; 3] {
+        let ns = [
+            self.get(miami_stat_MIAMI_STAT_RUN_CORE_NS),
+            self.get(miami_stat_MIAMI_STAT_RUN_CACHE_NS),
+            self.get(miami_stat_MIAMI_STAT_RUN_OTHER_NS),
+        ];
+        let total: u64 = ns.iter().sum();
+        if total == 0 {
+            return [0.0; 3];
+        }
+        ns.map(|v| v as f64 * 100.0 / total as f64)
+    }
+
+    /// One line per counter: "name value", with the tier shares first.
+    pub fn report(&self) -> String {
+        let [core, cache, other] = self.tier_shares();
+        let mut out = format!("tier_share core={core:.1}% cache={cache:.1}% other={other:.1}%\n");
+        for s in STATS {
+            out.push_str(&format!("{:<18} {}\n", s.name, self.get(s.id)));
+        }
+        out
+    }
+}
+
+/// --help-stats: every counter with its unit and description.
+pub fn describe() -> String {
+    let mut out = String::new();
+    for s in STATS {
+        out.push_str(&format!("{:<18} [{}] {}\n", s.name, s.unit, s.desc));
+    }
+    out
+}

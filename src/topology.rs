@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+//! CPU -> last-level-cache map that the BPF side gets in rodata. The BPF side builds the LLC
+//! CPU masks (the "cache" tier) from it at init.
+
+use anyhow::{bail, Result};
+use scx_utils::Topology;
+
+use crate::bpf_intf::miami_consts_MIAMI_MAX_CPUS as MAX_CPUS;
+use crate::bpf_intf::miami_consts_MIAMI_MAX_LLCS as MAX_LLCS;
+
+/// `cpu_llc[cpu]` for CPUs 0..nr_cpu_ids; CPUs that are not present map to LLC 0 (they never
+/// run anything, so their entry is never used for placement).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlcMap {
+    pub cpu_llc: Vec<u32>,
+}
+
+impl LlcMap {
+    /// Build from (cpu, llc) pairs.
+    pub fn from_pairs(nr_cpu_ids: usize, pairs: impl IntoIterator<Item = (usize, usize)>) -> Result<Self> {
+        if nr_cpu_ids == 0 || nr_cpu_ids > MAX_CPUS as usize {
+            bail!("{nr_cpu_ids} possible CPUs; scx_miami supports 1..={MAX_CPUS}");
+        }
+        let mut cpu_llc = vec![0u32; nr_cpu_ids];
+        for (cpu, llc) in pairs {
+            if cpu >= nr_cpu_ids {
+                bail!("CPU {cpu} is beyond nr_cpu_ids {nr_cpu_ids}");
+            }
+            if llc >= MAX_LLCS as usize {
+                bail!("LLC id {llc} of CPU {cpu}: scx_miami supports at most {MAX_LLCS} LLCs");
+            }
+            cpu_llc[cpu] = llc as u32;
+        }
+        Ok(Self { cpu_llc })
+    }
+
+    pub fn from_topology(topo: &Topology) -> Result<Self> {
+        let pairs = topo
+            .all_llcs
+            .values()
+            .flat_map(|llc| llc.all_cpus.keys().map(move |&cpu| (cpu, llc.id)));
+        Self::from_pairs(*scx_utils::NR_CPU_IDS, pairs)
+    }
+
+    /// CPUs of each LLC, for logs: "0-3 | 4-7".
+    pub fn describe(&self) -> String {
+        let nr_llcs = self.cpu_llc.iter().copied().max().map_or(0, |m| m + 1);
+        (0..nr_llcs)
+            .map(|l| {
+                let cpus: Vec<usize> = (0..self.cpu_llc.len()).filter(|&c| self.cpu_llc[c] == l).collect();
+                crate::irq::format_cpu_list(&cpus)
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
