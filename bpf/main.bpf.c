@@ -118,25 +118,26 @@ static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 	return bpf_map_lookup_elem(&cpu_ctx_stor, &key);
 }
 
+/* LLC of @cpu; an impossible id for an invalid CPU, so it matches no real LLC. */
+static u32 llc_of(s32 cpu)
+{
+	u32 idx = cpu;
+
+	if (idx >= MIAMI_MAX_CPUS)
+		return (u32)-1;
+	/* The mask is a no-op for the verifier's sake: clang may reload idx unbounded. */
+	return cpu_llc[idx & (MIAMI_MAX_CPUS - 1)];
+}
+
 static const struct cpumask *llc_span(s32 cpu)
 {
 	struct llc_ctx *llcc;
-	u32 key;
+	u32 key = llc_of(cpu);
 
-	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
-		return NULL;
-	key = cpu_llc[cpu];
 	llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
 	if (!llcc || !llcc->span)
 		return NULL;
 	return cast_mask(llcc->span);
-}
-
-static u32 llc_of(s32 cpu)
-{
-	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
-		return (u32)-1;
-	return cpu_llc[cpu];
 }
 
 static u32 tier_of(s32 cpu, s32 irq_cpu)
@@ -574,9 +575,7 @@ static s32 init_cpumasks(void)
 		bpf_cpumask_release(mask);
 
 	bpf_for(cpu, 0, nr_cpu_ids) {
-		if (cpu >= MIAMI_MAX_CPUS)
-			break;
-		key = cpu_llc[cpu];
+		key = llc_of(cpu);
 		llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
 		if (!llcc)
 			return -EINVAL;

@@ -1,0 +1,264 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# Guest-side helpers for the VM tests; `source` it from a guest script (runs as root inside the
+# VM booted by tests/vm/run.sh). Nothing here touches the host: all of it acts on the guest.
+#
+# Network (NICs from run.sh, found by MAC):
+#   net_setup            pair A: server NIC_A 198.18.1.1/24 (root ns) <-> 198.18.1.2/24 (ns cli)
+#                        pair B: server NIC_B 198.18.2.1/24 (root ns) <-> 198.18.2.2/24 (ns cli)
+#                        sets NIC_A NIC_B (server ifaces), CLI_A CLI_B (client ifaces, in ns cli),
+#                        IRQ_A IRQ_B (the server NICs' virtioN-input.0 IRQs, i.e. the receive
+#                        IRQ of the root-ns side); also written to /tmp/miami-net.env. Idempotent.
+#   net_teardown         delete ns cli (client NICs return to the root ns)
+#   pin_irq IRQ CPU      /proc/irq/IRQ/smp_affinity_list = CPU (or a list)
+#   irq_count IRQ [CPU]  count of IRQ in /proc/interrupts on CPU, or summed over all CPUs
+#   irq_counts IRQ       the per-CPU counts, space separated (index = CPU)
+#
+# Traffic (iperf3; default direction client -> server, so the root-ns server RECEIVES):
+#   iperf_server PORT [BIND_IP] [extra iperf3 args]   daemon in the root ns; IPERF_SERVER_PID
+#   iperf_client NS SERVER_IP PORT SECONDS [extra]    foreground, in ns NS ("root" = root ns);
+#                        add -R to make the root-ns server the SENDER, -J for JSON
+#   iperf_client_bg OUTFILE NS SERVER_IP PORT SECONDS [extra]   same in the background; sets
+#                        IPERF_CLIENT_PID (wait on it)
+#
+# Scheduler:
+#   sched_start [args]   start ${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} in the background,
+#                        output in $SCHED_LOG (default /tmp/sched.log), wait up to
+#                        ${SCHED_START_TIMEOUT:-20} s for sched_ext state "enabled" with ops
+#                        "miami*" (${SCHED_OPS_PREFIX:-miami}); SCHED_PID. Returns 1 + prints the log.
+#   sched_stop           SIGINT, wait up to 10 s; requires exit status 0 and state "disabled";
+#                        returns 1 + prints the log tail otherwise.
+#   sched_state / sched_ops   the current state / ops name ("" when none)
+#
+# Assertions (never abort the script, so `set -e` is safe):
+#   pass MSG | fail MSG | check_ge NAME VALUE MIN | check_le NAME VALUE MAX | check_eq NAME A B
+#   finish               prints "N passed, N failed"; returns 1 if any failed (or none passed)
+#
+# Other: bg CMD...  start CMD in the background and kill it at exit (BG_PID);
+#        on_exit CMD  run CMD at exit; vm_reset  (used by runall.sh) back to a fresh state.
+# Numbers: decimals allowed in check_*. Temp files go to /tmp (guest tmpfs overlay).
+
+set -o pipefail
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+VM_TOP=${VM_TOP:-/work/main}
+LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PROBE="python3 $LIB_DIR/probe.py"
+IP=/usr/bin/ip
+SCHED_LOG=${SCHED_LOG:-/tmp/sched.log}
+NET_ENV=/tmp/miami-net.env
+
+MAC_A_SRV=52:54:00:00:0a:01 MAC_A_CLI=52:54:00:00:0a:02
+MAC_B_SRV=52:54:00:00:0b:01 MAC_B_CLI=52:54:00:00:0b:02
+ADDR_A_SRV=198.18.1.1 ADDR_A_CLI=198.18.1.2
+ADDR_B_SRV=198.18.2.1 ADDR_B_CLI=198.18.2.2
+
+T_PASSED=0 T_FAILED=0
+T_NAME=$(basename "${0%.sh}")
+
+log() { printf '%s: %s\n' "$T_NAME" "$*"; }
+
+# --- assertions -----------------------------------------------------------------------------
+pass() { T_PASSED=$((T_PASSED + 1)); printf 'PASS: %s\n' "$*"; }
+fail() { T_FAILED=$((T_FAILED + 1)); printf 'FAIL: %s\n' "$*"; }
+_cmp() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if $1 else 1)" "$2" "$3" 2>/dev/null; }
+check_ge() { if _cmp 'a>=b' "$2" "$3"; then pass "$1 = $2 >= $3"; else fail "$1 = $2, want >= $3"; fi; }
+check_le() { if _cmp 'a<=b' "$2" "$3"; then pass "$1 = $2 <= $3"; else fail "$1 = $2, want <= $3"; fi; }
+check_eq() { if [[ $2 == "$3" ]]; then pass "$1 = $2"; else fail "$1 = $2, want $3"; fi; }
+finish() {
+	printf '%s: %d passed, %d failed\n' "$T_NAME" "$T_PASSED" "$T_FAILED" >&2
+	printf '%d passed, %d failed\n' "$T_PASSED" "$T_FAILED"
+	((T_FAILED == 0 && T_PASSED > 0))
+}
+
+# --- cleanup at exit ------------------------------------------------------------------------
+_EXIT_CMDS=()
+_BG_PIDS=()
+on_exit() { _EXIT_CMDS+=("$*"); }
+bg() { "$@" & BG_PID=$!; _BG_PIDS+=("$BG_PID"); } # note: SIGINT is ignored in it; use kill (TERM)
+_lib_exit() {
+	local rc=$? c p
+	for c in "${_EXIT_CMDS[@]}"; do eval "$c" || true; done
+	[[ -n ${SCHED_PID:-} ]] && kill -0 "$SCHED_PID" 2>/dev/null && { sched_stop >/dev/null 2>&1 || true; }
+	for p in "${_BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	pkill -x iperf3 2>/dev/null || true
+	exit "$rc"
+}
+trap _lib_exit EXIT
+
+# --- network --------------------------------------------------------------------------------
+_iface_by_mac() {
+	local d
+	for d in /sys/class/net/*; do
+		[[ $(cat "$d/address" 2>/dev/null) == "$1" ]] && { basename "$d"; return 0; }
+	done
+	return 1
+}
+# The receive IRQ of a virtio-net iface: /proc/interrupts names it virtioN-input.0, where virtioN
+# is the iface's device; cross-checked against the PCI function's msi_irqs.
+_input_irq() {
+	local vdev irq
+	vdev=$(basename "$(readlink -f "/sys/class/net/$1/device")")
+	irq=$(awk -v n="$vdev-input.0" '$NF == n { sub(":", "", $1); print $1 }' /proc/interrupts)
+	[[ -n $irq && -e /sys/class/net/$1/device/../msi_irqs/$irq ]] || return 1
+	echo "$irq"
+}
+ping1() { # ping1 [NS] ADDR: one ping (iputils if present, else busybox)
+	local ns=() p
+	(($# == 2)) && { ns=($IP netns exec "$1"); shift; }
+	if command -v ping >/dev/null; then p=(ping); else p=(busybox ping); fi
+	"${ns[@]}" "${p[@]}" -c 1 -W 2 "$1" >/dev/null 2>&1
+}
+net_setup() {
+	if [[ -f $NET_ENV ]] && $IP netns list 2>/dev/null | grep -qw cli; then
+		# shellcheck disable=SC1090
+		source "$NET_ENV"
+		return 0
+	fi
+	local i
+	for i in $(seq 100); do # NICs come up via udev (virtio_net is a module on Debian)
+		NIC_A=$(_iface_by_mac $MAC_A_SRV) && NIC_B=$(_iface_by_mac $MAC_B_SRV) &&
+			CLI_A=$(_iface_by_mac $MAC_A_CLI) && CLI_B=$(_iface_by_mac $MAC_B_CLI) && break
+		sleep 0.2
+	done
+	[[ -n ${CLI_B:-} ]] || { echo "net_setup: NICs not found by MAC" >&2; $IP -br link >&2; return 1; }
+	IRQ_A=$(_input_irq "$NIC_A") && IRQ_B=$(_input_irq "$NIC_B") ||
+		{ echo "net_setup: input IRQs not found" >&2; return 1; }
+	$IP netns add cli
+	$IP link set "$CLI_A" netns cli
+	$IP link set "$CLI_B" netns cli
+	$IP addr add $ADDR_A_SRV/24 dev "$NIC_A"
+	$IP addr add $ADDR_B_SRV/24 dev "$NIC_B"
+	$IP -n cli addr add $ADDR_A_CLI/24 dev "$CLI_A"
+	$IP -n cli addr add $ADDR_B_CLI/24 dev "$CLI_B"
+	$IP link set lo up
+	$IP link set "$NIC_A" up
+	$IP link set "$NIC_B" up
+	$IP -n cli link set lo up
+	$IP -n cli link set "$CLI_A" up
+	$IP -n cli link set "$CLI_B" up
+	printf 'NIC_A=%s NIC_B=%s CLI_A=%s CLI_B=%s IRQ_A=%s IRQ_B=%s\n' \
+		"$NIC_A" "$NIC_B" "$CLI_A" "$CLI_B" "$IRQ_A" "$IRQ_B" >"$NET_ENV"
+	for i in $(seq 50); do
+		ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV && break
+		sleep 0.2
+	done
+	ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV ||
+		{ echo "net_setup: ping from ns cli failed" >&2; rm -f "$NET_ENV"; return 1; }
+	log "net: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- cli $CLI_A; B $NIC_B($ADDR_B_SRV, irq $IRQ_B) <- cli $CLI_B"
+}
+net_teardown() {
+	rm -f "$NET_ENV"
+	$IP netns list 2>/dev/null | grep -qw cli || return 0
+	$IP netns del cli
+	local i
+	for i in $(seq 100); do # physical NICs return to the root ns asynchronously
+		_iface_by_mac $MAC_A_CLI >/dev/null && _iface_by_mac $MAC_B_CLI >/dev/null && break
+		sleep 0.1
+	done
+	local d
+	for d in $MAC_A_SRV $MAC_B_SRV $MAC_A_CLI $MAC_B_CLI; do
+		d=$(_iface_by_mac $d) && { $IP addr flush dev "$d"; $IP link set "$d" down; }
+	done
+	return 0
+}
+
+pin_irq() { echo "$2" >"/proc/irq/$1/smp_affinity_list"; }
+irq_counts() { awk -v irq="$1:" -v n="$(nproc)" '$1 == irq { for (i = 2; i <= n + 1; i++) printf "%s%s", $i, (i <= n ? " " : "\n") }' /proc/interrupts; }
+irq_count() {
+	local c
+	read -r -a c <<<"$(irq_counts "$1")"
+	if (($# > 1)); then echo "${c[$2]}"; else
+		local s=0 x; for x in "${c[@]}"; do s=$((s + x)); done; echo $s
+	fi
+}
+
+# --- traffic --------------------------------------------------------------------------------
+_nsexec() { if [[ $1 == root || $1 == - ]]; then shift; "$@"; else local ns=$1; shift; $IP netns exec "$ns" "$@"; fi; }
+iperf_server() {
+	local port=$1 bind=${2:-}; shift; (($#)) && shift
+	local pidf=/tmp/iperf-s-$port.pid i
+	rm -f "$pidf"
+	iperf3 -s -p "$port" ${bind:+-B "$bind"} -D --pidfile "$pidf" "$@"
+	for i in $(seq 50); do [[ -s $pidf ]] && break; sleep 0.1; done
+	IPERF_SERVER_PID=$(tr -d '\0' <"$pidf")
+	# give it a moment to listen
+	for i in $(seq 50); do ss -ltn "sport = :$port" 2>/dev/null | grep -q LISTEN && break; sleep 0.1; done
+}
+iperf_client() {
+	local ns=$1 ip=$2 port=$3 secs=$4; shift 4
+	_nsexec "$ns" iperf3 -c "$ip" -p "$port" -t "$secs" "$@"
+}
+iperf_client_bg() {
+	local out=$1; shift
+	iperf_client "$@" >"$out" 2>&1 &
+	IPERF_CLIENT_PID=$!
+	_BG_PIDS+=("$IPERF_CLIENT_PID")
+}
+
+# --- scheduler ------------------------------------------------------------------------------
+sched_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo none; }
+sched_ops() {
+	local f
+	for f in /sys/kernel/sched_ext/root/ops /sys/kernel/sched_ext/*/ops; do
+		[[ -r $f ]] && { cat "$f"; return; }
+	done
+	echo ""
+}
+sched_start() {
+	local bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} i
+	local prefix=${SCHED_OPS_PREFIX:-miami} limit=${SCHED_START_TIMEOUT:-20}
+	[[ -x $bin ]] || { echo "sched_start: no $bin" >&2; return 1; }
+	[[ $(sched_state) == disabled ]] || { echo "sched_start: sched_ext state is $(sched_state)" >&2; return 1; }
+	# Background jobs of a non-interactive shell start with SIGINT ignored: undo that.
+	env --default-signal=INT "$bin" "$@" >"$SCHED_LOG" 2>&1 &
+	SCHED_PID=$!
+	for ((i = 0; i < limit * 10; i++)); do
+		if [[ $(sched_state) == enabled && $(sched_ops) == "$prefix"* ]]; then
+			log "scheduler $(sched_ops) enabled (pid $SCHED_PID, $((i / 10)).$((i % 10)) s)"
+			return 0
+		fi
+		kill -0 "$SCHED_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "sched_start: not enabled (state $(sched_state), ops '$(sched_ops)'); log:" >&2
+	sed 's/^/  | /' "$SCHED_LOG" >&2
+	kill -INT "$SCHED_PID" 2>/dev/null || true
+	for i in $(seq 30); do kill -0 "$SCHED_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$SCHED_PID" 2>/dev/null || true
+	wait "$SCHED_PID" 2>/dev/null || true
+	SCHED_PID=
+	return 1
+}
+sched_stop() {
+	[[ -n ${SCHED_PID:-} ]] || { echo "sched_stop: not started" >&2; return 1; }
+	local i rc=0
+	kill -INT "$SCHED_PID" 2>/dev/null || true
+	for i in $(seq 100); do kill -0 "$SCHED_PID" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$SCHED_PID" 2>/dev/null; then
+		echo "sched_stop: still running after 10 s, killing" >&2
+		kill -KILL "$SCHED_PID" 2>/dev/null || true; rc=1
+	fi
+	wait "$SCHED_PID" || rc=$?
+	for i in $(seq 50); do [[ $(sched_state) == disabled ]] && break; sleep 0.1; done
+	[[ $(sched_state) == disabled ]] || { echo "sched_stop: state $(sched_state)" >&2; rc=1; }
+	if ((rc)); then
+		echo "sched_stop: exit status $rc; log tail:" >&2
+		tail -n 30 "$SCHED_LOG" | sed 's/^/  | /' >&2
+	fi
+	dmesg 2>/dev/null | grep -a 'sched_ext:' | tail -n 2 | sed "s/^/$T_NAME: /"
+	SCHED_PID=
+	return $rc
+}
+
+# --- fresh state between tests (runall.sh) ----------------------------------------------------
+vm_reset() {
+	local i irq all
+	pkill -INT -x scx_miami 2>/dev/null || true
+	for i in $(seq 100); do [[ $(sched_state) != enabled ]] && break; sleep 0.1; done
+	pkill -x iperf3 2>/dev/null || true
+	net_teardown
+	all=0-$(($(nproc) - 1))
+	for irq in /proc/irq/[0-9]*; do echo "$all" >"$irq/smp_affinity_list" 2>/dev/null || true; done
+	rm -f /tmp/iperf-*.pid "$SCHED_LOG"
+}

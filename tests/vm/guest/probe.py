@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Neutral placement probe: where did the threads of some processes run, relative to an IRQ CPU?
+
+Independent of the scheduler under test (reads only /proc, never the scheduler's counters), so
+it judges EEVDF, scx_miami and peer schedulers alike.
+
+Usage:
+  probe.py (--pids PID[,PID...] | --comm NAME) --duration SEC [--hz 200] [--irq-cpu N]
+           [--irq-cpu-of PID=CPU ...] [--llc "0-3,4-7"] [--probe-cpu N] [--json] [--out FILE]
+
+Method:
+  Every 1/hz s each thread of each PID (/proc/PID/task/TID, thread list refreshed every
+  0.25 s, files kept open and re-read with pread to keep the probe cheap under TCG) is read:
+    - run time: /proc/.../schedstat field 1 (sum_exec_runtime, ns; CONFIG_SCHED_INFO), falling
+      back to utime+stime from stat (fields 14+15, clock ticks) when schedstat is missing;
+    - CPU: stat field 39 ("processor", the CPU the thread last ran on / runs on).
+  The run time a thread gained since the previous sample is attributed to the CPU seen now.
+  When the CPU changed between the two samples the delta is split half/half between the old
+  and the new CPU (the migration happened somewhere inside the interval). The error is bounded
+  by one sample interval per migration, so keep hz high compared to the migration rate.
+  Runtime shares (not sample counts) are reported, so sleeping threads weigh nothing and an
+  irregular sample period (TCG timers are coarse, ~1 ms overshoot) biases nothing; the loop
+  sleeps to time.monotonic() deadlines, skipping missed ones, and spins only the last
+  --spin-us (default 0) before a deadline. Pin the probe away from the measured CPUs with
+  --probe-cpu so it perturbs less.
+  Migrations: the number of times consecutive samples of one thread saw different CPUs
+  (a lower bound on real migrations).
+
+Tiers relative to a process's IRQ CPU c (--irq-cpu, or --irq-cpu-of PID=CPU per process):
+  core  = c itself; cache = the other CPUs sharing c's LLC; other = all remaining CPUs.
+  LLC groups: --llc "0-3,4-7", default read from /sys/devices/system/cpu/cpu*/cache/index3.
+
+Output: a human table (stdout, or stderr with --json) and with --json one JSON object:
+  {"duration": s, "samples": n, "hz": achieved, "llc": [[0,1,2,3],[4,5,6,7]],
+   "pids": {"PID": {"comm", "irq_cpu", "threads", "runtime_ns", "cpu": {"CPU": share},
+                    "tiers": {"core", "cache", "other"} (shares 0..1, null without irq cpu),
+                    "migrations"}},
+   "total": {same fields, tiers of each process taken against its own irq cpu}}
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+
+def parse_cpulist(s):
+    cpus = []
+    for part in s.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-")
+            cpus.extend(range(int(a), int(b) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def sys_llcs():
+    groups = set()
+    for f in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cache/index3/shared_cpu_list"):
+        with open(f) as fh:
+            groups.add(tuple(parse_cpulist(fh.read())))
+    if not groups:
+        return [list(range(os.cpu_count()))]
+    return [list(g) for g in sorted(groups)]
+
+
+def parse_llc_arg(s):
+    # "0-3,4-7" -> groups are separated by "," unless a group holds a list: then use ";" or " "
+    sep = ";" if ";" in s else (" " if " " in s.strip() else ",")
+    return [parse_cpulist(g.replace("+", ",")) for g in s.split(sep) if g.strip()]
+
+
+_fds = {}  # (pid, tid) -> (stat fd, schedstat fd or None); /proc files re-read with pread(0)
+
+
+def _open(path):
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def forget(key):
+    for fd in _fds.pop(key, ()):
+        if fd is not None:
+            os.close(fd)
+
+
+def read_thread(pid, tid):
+    """(runtime_ns, cpu) of one thread, or None when it is gone."""
+    key = (pid, tid)
+    if key not in _fds:
+        base = f"/proc/{pid}/task/{tid}"
+        st = _open(base + "/stat")
+        if st is None:
+            return None
+        _fds[key] = (st, _open(base + "/schedstat"))
+    stfd, ssfd = _fds[key]
+    try:
+        st = os.pread(stfd, 1024, 0).decode()
+        ss = os.pread(ssfd, 128, 0).decode() if ssfd is not None else ""
+    except OSError:  # the thread exited
+        forget(key)
+        return None
+    if not st:
+        forget(key)
+        return None
+    rest = st[st.rindex(")") + 2:].split()  # rest[0] is field 3 (state)
+    cpu = int(rest[39 - 3])
+    try:
+        rt = int(ss.split()[0])
+    except (ValueError, IndexError):
+        rt = (int(rest[14 - 3]) + int(rest[15 - 3])) * (10 ** 9 // os.sysconf("SC_CLK_TCK"))
+    return rt, cpu
+
+
+def comm_of(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
+def find_comm(name):
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and d != str(os.getpid()) and comm_of(d) == name:
+            pids.append(int(d))
+    return pids
+
+
+class Acc:
+    def __init__(self):
+        self.cpu = {}
+        self.migrations = 0
+        self.threads = set()
+
+    def add(self, cpu, ns):
+        self.cpu[cpu] = self.cpu.get(cpu, 0) + ns
+
+
+def tiers(cpu_ns, irq_cpu, llcs):
+    if irq_cpu is None:
+        return None
+    llc = next((g for g in llcs if irq_cpu in g), [irq_cpu])
+    t = {"core": 0, "cache": 0, "other": 0}
+    for c, ns in cpu_ns.items():
+        t["core" if c == irq_cpu else "cache" if c in llc else "other"] += ns
+    tot = sum(t.values())
+    return {k: (v / tot if tot else 0.0) for k, v in t.items()}
+
+
+def summary(acc, irq_cpu, llcs, comm):
+    tot = sum(acc.cpu.values())
+    return {
+        "comm": comm,
+        "irq_cpu": irq_cpu,
+        "threads": len(acc.threads),
+        "runtime_ns": tot,
+        "cpu": {str(c): (ns / tot if tot else 0.0) for c, ns in sorted(acc.cpu.items())},
+        "tiers": tiers(acc.cpu, irq_cpu, llcs),
+        "migrations": acc.migrations,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--pids", help="comma separated PIDs")
+    g.add_argument("--comm", help="all processes with this comm (rescanned every 0.5 s)")
+    ap.add_argument("--duration", type=float, required=True)
+    ap.add_argument("--hz", type=float, default=200)
+    ap.add_argument("--irq-cpu", type=int)
+    ap.add_argument("--irq-cpu-of", action="append", default=[], metavar="PID=CPU")
+    ap.add_argument("--llc", help='LLC groups, e.g. "0-3,4-7" (default: from sysfs)')
+    ap.add_argument("--probe-cpu", help="pin the probe itself to these CPUs (cpulist)")
+    ap.add_argument("--spin-us", type=float, default=0)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="write the JSON here too")
+    a = ap.parse_args()
+
+    if a.probe_cpu is not None:
+        os.sched_setaffinity(0, parse_cpulist(a.probe_cpu))
+    llcs = parse_llc_arg(a.llc) if a.llc else sys_llcs()
+    irq_of = {}
+    for spec in a.irq_cpu_of:
+        p, c = spec.split("=")
+        irq_of[int(p)] = int(c)
+
+    pids = [int(p) for p in a.pids.split(",")] if a.pids else find_comm(a.comm)
+    accs = {}
+    last = {}  # (pid, tid) -> (runtime, cpu)
+    period = 1.0 / a.hz
+    spin = a.spin_us / 1e6
+    start = time.monotonic()
+    end = start + a.duration
+    next_t = start
+    next_scan = start + 0.5
+    samples = 0
+    tids_of = {}
+    next_tscan = start
+    while True:
+        now = time.monotonic()
+        if a.comm and now >= next_scan:
+            pids = sorted(set(pids) | set(find_comm(a.comm)))
+            next_scan = now + 0.5
+        if now >= next_tscan:  # new threads are picked up within 0.25 s
+            for pid in pids:
+                try:
+                    tids_of[pid] = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    tids_of[pid] = []
+            next_tscan = now + 0.25
+        for pid in pids:
+            tids = tids_of.get(pid, [])
+            acc = accs.setdefault(pid, Acc())
+            for tid in tids:
+                r = read_thread(pid, tid)
+                if r is None:
+                    continue
+                key = (pid, tid)
+                acc.threads.add(tid)
+                prev = last.get(key)
+                last[key] = r
+                if prev is None:
+                    continue
+                d = r[0] - prev[0]
+                if d < 0:
+                    continue
+                if r[1] != prev[1]:
+                    acc.migrations += 1
+                    acc.add(prev[1], d // 2)
+                    acc.add(r[1], d - d // 2)
+                elif d:
+                    acc.add(r[1], d)
+        samples += 1
+        if now >= end:
+            break
+        next_t += period
+        now = time.monotonic()
+        if next_t < now:  # missed deadlines: skip them
+            next_t = now + period - ((now - next_t) % period)
+        next_t = min(next_t, end)
+        if next_t - now > spin:
+            time.sleep(next_t - now - spin)
+        while time.monotonic() < next_t:
+            pass
+    elapsed = time.monotonic() - start
+
+    res = {"duration": round(elapsed, 3), "samples": samples,
+           "hz": round(samples / elapsed, 1) if elapsed else 0, "llc": llcs, "pids": {}}
+    total = Acc()
+    total_t = {"core": 0.0, "cache": 0.0, "other": 0.0}
+    have_t = False
+    for pid, acc in sorted(accs.items()):
+        irq = irq_of.get(pid, a.irq_cpu)
+        s = summary(acc, irq, llcs, comm_of(pid))
+        res["pids"][str(pid)] = s
+        for c, ns in acc.cpu.items():
+            total.add(c, ns)
+        total.migrations += acc.migrations
+        total.threads |= {(pid, t) for t in acc.threads}
+        if s["tiers"] is not None:
+            have_t = True
+            for k in total_t:
+                total_t[k] += s["tiers"][k] * s["runtime_ns"]
+    tsum = sum(total.cpu.values())
+    res["total"] = summary(total, None, llcs, "*")
+    res["total"]["tiers"] = ({k: (v / tsum if tsum else 0.0) for k, v in total_t.items()}
+                             if have_t else None)
+
+    out = sys.stderr if a.json else sys.stdout
+    print(f"probe: {res['duration']} s, {samples} samples ({res['hz']} Hz), llc {llcs}", file=out)
+    print(f"{'pid':>8} {'comm':<15} {'irq':>3} {'thr':>3} {'run ms':>9} {'core':>6} {'cache':>6}"
+          f" {'other':>6} {'migr':>5}  cpus", file=out)
+    for pid, s in list(res["pids"].items()) + [("total", res["total"])]:
+        t = s["tiers"] or {}
+        f = lambda k: f"{100 * t[k]:5.1f}%" if k in t else "     -"
+        cpus = " ".join(f"{c}:{100 * v:.0f}%" for c, v in s["cpu"].items() if v >= 0.005)
+        irq = "-" if s["irq_cpu"] is None else s["irq_cpu"]
+        print(f"{pid:>8} {s['comm'][:15]:<15} {irq:>3} {s['threads']:>3} "
+              f"{s['runtime_ns'] / 1e6:9.1f} {f('core')} {f('cache')} {f('other')} "
+              f"{s['migrations']:>5}  {cpus}", file=out)
+    if a.json:
+        print(json.dumps(res))
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(res, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-side VM runner: boot a sched_ext guest kernel under virtme-ng (TCG, no KVM) with a fixed
+# CPU topology and two back-to-back virtio-net NIC pairs, run one guest script in it, save the
+# full console log and fail on kernel trouble found in it.
+#
+#   tests/vm/run.sh [--kernel 7.3|7.2|6.12|default|<path>] [--cpus 8] [--topo llc2|numa2|flat]
+#                   [--memory 2G] [--log FILE] [--timeout SEC] [--verbose]
+#                   -- <guest-script> [args...]
+#
+#   --kernel   a name for scripts/kernels.sh (default: "default" = trixie-backports, 7.3) or a
+#              kernel image path
+#   --topo     llc2  (default) 1 socket, 2 dies -> L3 shared by 0..N/2-1 and N/2..N-1
+#              numa2 as llc2 plus L2 pairs (modules) and 2 NUMA nodes (one per die)
+#              flat  whatever vng/qemu give by default (one L3)
+#   --log      full console log (kernel + script), default .cache/vm-logs/<script>-<kernel>.log
+#   --timeout  kill the guest after SEC seconds (default 600); exit 124 then
+#   --verbose  also stream the kernel's boot console to stderr (it is always in the log)
+#
+# NICs (identified in the guest by MAC, see tests/vm/guest/lib.sh net_setup):
+#   hub 0 (pair A): server 52:54:00:00:0a:01, client 52:54:00:00:0a:02
+#   hub 1 (pair B): server 52:54:00:00:0b:01, client 52:54:00:00:0b:02
+# vng adds no NIC of its own (no --network, no --ssh).
+#
+# The guest script runs as root with the host file system visible (read-only except /tmp and
+# the like, which are guest tmpfs). Args and the MIAMI_* / VM_* environment reach it through a
+# generated wrapper under .cache/vm/ because vng passes the command on the short kernel
+# command line. The guest sees VM_KERNEL (the --kernel name), VM_KVER (uname -r), VM_TOPO,
+# VM_CPUS.
+#
+# Exit status: the guest script's, or 124 on timeout, or 3 when the log shows BUG:/WARNING:/
+# a stall/a sched_ext error exit (the offending lines are printed), 2 on usage errors.
+# Takes /tmp/miami-heavy.lock for the whole boot, so only one VM (or heavy build) runs at once.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+vng=$top/.venv/bin/vng
+
+kernel=default cpus=8 topo=llc2 memory=2G log= timeout=600 verbose=0
+usage() { sed -n '7,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+msg() { printf 'vm: %s\n' "$*" >&2; }
+die() { printf 'vm: error: %s\n' "$*" >&2; exit 2; }
+
+while (($#)); do
+	case $1 in
+	--kernel) kernel=$2; shift 2 ;;
+	--cpus) cpus=$2; shift 2 ;;
+	--topo) topo=$2; shift 2 ;;
+	--memory) memory=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--verbose|-v) verbose=1; shift ;;
+	--) shift; break ;;
+	-h|--help) usage ;;
+	*) die "unknown option $1 (guest script goes after --)" ;;
+	esac
+done
+(($#)) || usage
+script=$1; shift
+[[ -f $script ]] || die "no guest script $script"
+script=$(cd "$(dirname "$script")" && pwd)/$(basename "$script")
+[[ -x $vng ]] || die "no $vng (run scripts/deps.sh)"
+
+# --- kernel ---------------------------------------------------------------------------------
+img=$("$top/scripts/kernels.sh" path "$kernel") || die "kernel '$kernel' not available"
+kdir=$(dirname "$img")
+kver=
+if [[ -f $kdir/VERSION ]]; then
+	kver=$(cat "$kdir/VERSION")
+elif [[ -f $kdir/config ]]; then
+	kver=$(basename "$kdir")
+fi
+kname=$kernel
+[[ -f $kernel ]] && kname=$(basename "$kdir")
+msg "kernel ${kver:-?} ($img)"
+
+# --- qemu options: machine, topology, NICs --------------------------------------------------
+memmb=$(numfmt --from=iec "${memory}" 2>/dev/null || numfmt --from=iec "${memory%B}")
+memmb=$((memmb / 1024 / 1024))
+qopts=()
+vopts=()
+case $topo in
+llc2)
+	((cpus % 2 == 0)) || die "--topo llc2 needs an even --cpus"
+	qopts+=(-machine q35 -cpu max,vendor=GenuineIntel -bios /usr/share/qemu/qboot.rom
+		-smp "$cpus,sockets=1,dies=2,cores=$((cpus / 2))")
+	;;
+numa2)
+	((cpus % 4 == 0)) || die "--topo numa2 needs --cpus divisible by 4"
+	qopts+=(-machine q35,smp-cache.0.cache=l2,smp-cache.0.topology=module,smp-cache.1.cache=l3,smp-cache.1.topology=die
+		-cpu max,vendor=GenuineIntel -bios /usr/share/qemu/qboot.rom
+		-smp "$cpus,sockets=1,dies=2,modules=2,cores=$((cpus / 4))")
+	# vng builds the (shared memfd, needed by virtiofs) memory backends per node itself.
+	h=$((cpus / 2))
+	vopts+=(--numa "$((memmb / 2))M,cpus=0-$((h - 1))" --numa "$((memmb - memmb / 2))M,cpus=$h-$((cpus - 1))")
+	;;
+flat) ;;
+*) die "unknown --topo $topo" ;;
+esac
+for pair in a b; do
+	hub=0; [[ $pair == b ]] && hub=1
+	qopts+=(-netdev "hubport,id=${pair}s,hubid=$hub" -device "virtio-net-pci,netdev=${pair}s,mac=52:54:00:00:0${pair}:01"
+		-netdev "hubport,id=${pair}c,hubid=$hub" -device "virtio-net-pci,netdev=${pair}c,mac=52:54:00:00:0${pair}:02")
+done
+# Debian kernels have no IKCONFIG: libbpf reads /boot/config-<ver> (the 6.12 build has IKCONFIG).
+[[ -d $kdir/boot ]] && vopts+=(--rodir "/boot=$kdir/boot")
+
+# --- guest wrapper --------------------------------------------------------------------------
+sname=$(basename "$script"); sname=${sname%.*}
+mkdir -p "$top/.cache/vm" "$top/.cache/vm-logs"
+[[ -n $log ]] || log=$top/.cache/vm-logs/$sname-$kname.log
+mkdir -p "$(dirname "$log")"
+tmp=$(mktemp -d "$top/.cache/vm/run.XXXXXX")
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+{
+	echo '#!/bin/bash'
+	echo '# generated by tests/vm/run.sh'
+	printf 'export VM_KERNEL=%q VM_TOPO=%q VM_CPUS=%q VM_TOP=%q\n' "$kname" "$topo" "$cpus" "$top"
+	while IFS='=' read -r k _; do
+		if [[ $k == MIAMI_* ]]; then printf 'export %s=%q\n' "$k" "${!k}"; fi
+	done < <(env)
+	echo 'export VM_KVER=$(uname -r) PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+	printf 'cd %q\n' "$top"
+	echo 'echo "vm-guest: start $(uname -r), $(nproc) cpus, up $(cut -d" " -f1 /proc/uptime) s"'
+	# Job control: the script gets its own process group (and SIGINT is not ignored in it),
+	# so what it leaves running can be killed; leftovers keep vng from powering off.
+	echo 'set -m'
+	printf '%q' "$script"; printf ' %q' "$@"; echo ' &'
+	echo 'pid=$!; set +m; wait $pid; rc=$?'
+	echo 'kill -TERM -- -$pid 2>/dev/null; pkill -x iperf3; pkill -INT -x scx_miami'
+	echo 'echo "vm-guest: exit $rc"'
+	echo 'exit $rc'
+} >"$tmp/guest.sh"
+chmod 755 "$tmp/guest.sh"
+
+# --- boot -----------------------------------------------------------------------------------
+cmd=("$vng" --run "$img" --disable-kvm --cpus "$cpus" --memory "$memory" --verbose
+	"${vopts[@]}" --qemu-opts="${qopts[*]}" -- "$tmp/guest.sh")
+export PATH=$top/.venv/bin:$PATH
+: >"$log"
+msg "waiting for /tmp/miami-heavy.lock" 
+start=$(date +%s)
+set +e
+# timeout (without --foreground) signals its whole process group: vng and qemu.
+# Kernel console lines ("[   1.234] ...") go to the log only, unless --verbose.
+flock /tmp/miami-heavy.lock bash -c 'date +%s >"$0"; echo "vm: booting ($(date +%T))" >&2; exec timeout -k 10 "$@"' "$tmp/t0" \
+	"$timeout" "${cmd[@]}" </dev/null 2>&1 |
+	tee -a "$log" |
+	if ((verbose)); then cat >&2; else
+		grep --line-buffered -vE '^\[ *[0-9]+\.[0-9]+\] ' >&2 || true
+	fi
+rc=${PIPESTATUS[0]}
+set -e
+end=$(date +%s)
+((rc == 124 || rc == 137)) && { msg "TIMEOUT after ${timeout}s"; rc=124; }
+
+# --- console checks -------------------------------------------------------------------------
+# Only kernel lines ("[  12.345678] ...") are checked, so guest scripts may print these words.
+# A clean unregister prints: sched_ext: BPF scheduler "NAME" disabled (unregistered from user space)
+# So do "(unregistered from BPF)" (scx_bpf_exit) and "(unregistered from the main kernel)".
+# Anything else in the parens (runtime error, scx_bpf_error, runnable task stall, disabled by
+# sysrq-S, ...) is a failure; errors also print "sched_ext: NAME: <msg>" and a backtrace.
+bad=$(grep -naE '\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Kernel panic|Oops|(^|[^[:alpha:]])[Ss]tall(ed|s)?([^[:alpha:]]|$)|sched_ext: .*disabled \()' "$log" |
+	grep -vE 'disabled \(unregistered from (user space|BPF|the main kernel)\)' || true)
+if [[ -n $bad ]]; then
+	msg "kernel trouble in $log:"
+	printf '%s\n' "$bad" | head -n 20 | sed 's/^/vm:   /' >&2
+	((rc == 0)) && rc=3
+fi
+t0=$(cat "$tmp/t0" 2>/dev/null || echo "$start")
+msg "exit $rc in $((end - t0))s, waited $((t0 - start))s for the lock (log $log)"
+exit "$rc"

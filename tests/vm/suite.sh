@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# VM test suite (what `make test` runs for the VM part).
+#
+#   tests/vm/suite.sh [--kernel 7.3|7.2|6.12] [--only NAME] [--verbose]
+#
+# For every kernel of the matrix that is cached (scripts/kernels.sh list; absent ones are
+# skipped with a message) it boots ONE VM (tests/vm/run.sh, default llc2 topology, 8 CPUs) and
+# runs that kernel's tests in it through tests/vm/guest/runall.sh, which gives each test a fresh
+# state. Output: one line per (test, kernel)
+#   PASS  t_probe       7.3   12.3s
+# a "console" FAIL line when the kernel log shows BUG:/WARNING:/stall/a sched_ext error exit,
+# and a last line exactly "N passed, N failed". Exit 1 if anything failed.
+# Logs: .cache/vm-logs/suite-<kernel>.log (full console).
+#
+# Adding a test = one line in TESTS below: "<script in tests/vm/tests/>  <kernels...>"
+# where kernels are names from KERNELS, or "default" (the default kernel only), or "all".
+set -euo pipefail
+
+KERNELS=(7.3 7.2 6.12)
+TESTS=(
+	"t_topology.sh      default"
+	"t_probe.sh         default"
+	# "t_sched_basic.sh  all"
+)
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+only_kernel= only_test= verbose=()
+while (($#)); do
+	case $1 in
+	--kernel) only_kernel=$2; shift 2 ;;
+	--only) only_test=${2%.sh}; shift 2 ;;
+	--verbose|-v) verbose=(--verbose); shift ;;
+	*) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	esac
+done
+
+default_dir=$("$top/scripts/kernels.sh" dir default 2>/dev/null || true)
+passed=0 failed=0
+for k in "${KERNELS[@]}"; do
+	[[ -z $only_kernel || $only_kernel == "$k" ]] || continue
+	if ! kdir=$("$top/scripts/kernels.sh" dir "$k" 2>/dev/null); then
+		echo "SKIP  kernel $k: not cached (scripts/kernels.sh fetch)"
+		continue
+	fi
+	tests=()
+	for line in "${TESTS[@]}"; do
+		read -r t ks <<<"$line"
+		[[ -z $only_test || ${t%.sh} == "$only_test" ]] || continue
+		for kk in $ks; do
+			if [[ $kk == all || $kk == "$k" || ($kk == default && $kdir == "$default_dir") ]]; then
+				tests+=("$t"); break
+			fi
+		done
+	done
+	((${#tests[@]})) || { echo "--- kernel $k: no tests selected" >&2; continue; }
+	log=$top/.cache/vm-logs/suite-$k.log
+	echo "--- kernel $k: ${tests[*]}" >&2
+	set +e
+	"$top/tests/vm/run.sh" --kernel "$k" --log "$log" "${verbose[@]}" \
+		--timeout $((120 + 300 * ${#tests[@]})) -- "$top/tests/vm/guest/runall.sh" "${tests[@]}"
+	rc=$?
+	set -e
+	for t in "${tests[@]}"; do
+		name=${t%.sh}
+		r=$(grep -a "^vm-result: $name " "$log" | tail -n1 || true)
+		re='vm-result: [^ ]+ (PASS|FAIL) rc=([0-9]+) secs=([0-9.]+)'
+		if [[ $r =~ $re ]]; then
+			res=${BASH_REMATCH[1]} secs=${BASH_REMATCH[3]}s
+		else
+			res=FAIL secs="no result (vm rc $rc)"
+		fi
+		printf '%-5s %-24s %-5s %s\n' "$res" "$name" "$k" "$secs"
+		if [[ $res == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+	done
+	if ((rc == 3 || rc == 124)); then
+		printf '%-5s %-24s %-5s %s\n' FAIL "$([[ $rc == 3 ]] && echo console || echo timeout)" "$k" "see $log"
+		failed=$((failed + 1))
+	fi
+done
+echo "$passed passed, $failed failed"
+((failed == 0))
