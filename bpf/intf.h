@@ -20,10 +20,11 @@ typedef long long s64;
 enum miami_consts {
 	MIAMI_MAX_CPUS		= 1024,	/* rodata arrays are sized by this */
 	MIAMI_MAX_LLCS		= 256,
-	MIAMI_NR_INTV		= 8,	/* intervals kept per connection (sliding window) */
 	MIAMI_INTENS_MAX	= 1000000,	/* intensiveness range is 1..10^6 (paper III-B) */
 	MIAMI_AVG_US_MAX	= 1000000,
 	MIAMI_NO_CPU		= -1,
+	MIAMI_NR_TASK_SLOTS	= 256,	/* net_tasks slots (a power of 2) */
+	MIAMI_COMM_LEN		= 16,
 };
 
 /*
@@ -86,6 +87,25 @@ enum miami_stat {
 	MIAMI_STAT_DSP_STEAL_LLC,	/* ... from an LLC sibling's per-CPU DSQ */
 	MIAMI_STAT_DSP_STEAL_FAR,	/* ... from a per-CPU DSQ in another LLC */
 	MIAMI_NR_STATS,
+};
+
+/*
+ * One slot of the `net_tasks` array: a recently communicating thread, written by the monitor on
+ * each of its calls at slot tid % MIAMI_NR_TASK_SLOTS (a colliding thread overwrites it). Bounded
+ * in size and cost; user space reads it for the per-task table.
+ */
+struct net_task {
+	u64	last_comm_ns;	/* CLOCK_MONOTONIC of its last send/recv call */
+	s32	tid;
+	s32	tgid;
+	u32	intens;
+	s32	irq_cpu;
+	s32	cpu;		/* CPU of its last call */
+	u32	ifindex;
+	u8	cls;		/* enum miami_class at its last placement */
+	u8	tier;		/* enum miami_tier it last ran in */
+	u8	pad[6];
+	char	comm[MIAMI_COMM_LEN];
 };
 
 /* Arguments of the miami_set_irq_cpu syscall program (user space -> IRQ CPU mask). */

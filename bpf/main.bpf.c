@@ -14,8 +14,12 @@
  * split intensiveness into three classes:
  *
  *   high    intens >= class_high_min     claims the core tier, even from non-network work
- *   middle  intens >= class_middle_min   core tier when it has room, else cache tier
- *   low     below                        cache tier; gives way first
+ *   middle  intens >= class_middle_min   core tier when free, else cache, else queues on core
+ *   low     below                        core tier only when free, else cache; gives way first
+ *
+ * Every class takes a free IRQ CPU first: the paper chooses core-level affinity "as much as
+ * possible" and falls back to cache or other only when the better CPU is overloaded; classes
+ * decide who gives way under load.
  *
  * "Room" on a CPU is measured by its network load (the running-time average of network tasks
  * on it) against net_room_pct, not its total load: non-network work on an IRQ CPU yields to
@@ -149,15 +153,6 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
 	return MIAMI_TIER_OTHER;
 }
 
-static u32 class_of(u32 intens)
-{
-	if (intens >= class_high_min)
-		return MIAMI_CLASS_HIGH;
-	if (intens >= class_middle_min)
-		return MIAMI_CLASS_MIDDLE;
-	return MIAMI_CLASS_LOW;
-}
-
 /* Add @busy_ns to @la and close its window when it is over. */
 static void load_add(struct load_avg *la, u64 busy_ns, u64 now)
 {
@@ -260,32 +255,28 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 	taskc->cls = cls;
 	*idle = false;
 
-	/* Core tier: free IRQ CPU for high and middle. */
-	if (cls != MIAMI_CLASS_LOW && core_ok && scx_bpf_test_and_clear_cpu_idle(irq)) {
+	/* Core tier when the IRQ CPU is free, whatever the class (III-D: core as much as possible). */
+	if (core_ok && scx_bpf_test_and_clear_cpu_idle(irq)) {
 		*idle = true;
 		return irq;
 	}
-	/* High claims the busy IRQ CPU while it has network room; enqueue preempts. */
+	/* High claims the busy IRQ CPU while it has network room; enqueue preempts non-network work. */
 	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, now))
 		return irq;
 
-	/* Cache tier. */
+	/* Cache tier: a free LLC sibling. */
 	cpu = pick_idle_cache(p, prev_cpu, irq);
 	if (cpu >= 0) {
 		*idle = true;
 		return cpu;
 	}
-	/* Low class takes a free IRQ CPU only after its LLC siblings. */
-	if (cls == MIAMI_CLASS_LOW && core_ok && scx_bpf_test_and_clear_cpu_idle(irq)) {
-		*idle = true;
-		return irq;
-	}
-	/* Everything in the LLC busy: queue where there is room, core first for middle. */
+	/* Everything in the LLC busy: queue where there is room, the IRQ CPU first for middle. */
 	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, now))
 		return irq;
 	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) && has_room(prev_cpu, now))
 		return prev_cpu;
-	if (core_ok && has_room(irq, now))
+	/* Low gives way: it queues on a busy IRQ CPU only if that is its previous CPU (above). */
+	if (cls != MIAMI_CLASS_LOW && core_ok && has_room(irq, now))
 		return irq;
 	return -1;
 }
@@ -406,8 +397,12 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	scx_bpf_dsq_insert_vtime(p, MIAMI_DSQ_SHARED, slice_ns, task_vtime(p), enq_flags);
-	/* Nobody picked an idle CPU for it (no select_cpu() on this path): wake one. */
-	if (!__COMPAT_is_enq_cpu_selected(enq_flags)) {
+	/*
+	 * A wakeup that skipped select_cpu(): wake an idle CPU for it. Not on re-enqueue after a
+	 * slice expired: the CPU it ran on dispatches next anyway, and kicking another would only
+	 * migrate it.
+	 */
+	if ((enq_flags & SCX_ENQ_WAKEUP) && !__COMPAT_is_enq_cpu_selected(enq_flags)) {
 		bool idle;
 
 		cpu = pick_normal_cpu(p, cpu, 0, &idle);

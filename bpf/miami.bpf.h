@@ -19,9 +19,9 @@
 struct sock_ctx {
 	u64	cookie;			/* socket cookie, the connection's id in task_ctx */
 	u64	last_ns;		/* time of the last send/recv call */
-	u32	intv_ns[MIAMI_NR_INTV];	/* the last MIAMI_NR_INTV intervals, clamped to 1 s */
-	u32	nr_intv;		/* intervals recorded so far (saturates) */
-	u32	intens;			/* 10^6 / mean interval in us; 0 = no interval yet */
+	u64	win_start_ns;		/* start of the current averaging window */
+	u32	win_calls;		/* intervals that ended in the current window */
+	u32	intens;			/* 10^6 / mean interval in us, last closed window; 0 = none */
 	s32	irq_cpu;		/* sk_incoming_cpu at the last call */
 	s32	rx_cpu;			/* CPU of the last tcp_rcv_established (cross-check) */
 	u32	ifindex;		/* skb_iif of the last received segment */
@@ -88,6 +88,19 @@ static __always_inline void stat_add(u32 idx, u64 v)
 static __always_inline void stat_inc(u32 idx)
 {
 	stat_add(idx, 1);
+}
+
+/* Class boundaries, in main.bpf.c's .data: user space rewrites them at run time. */
+extern volatile u32 class_high_min;
+extern volatile u32 class_middle_min;
+
+static __always_inline u32 class_of(u32 intens)
+{
+	if (intens >= class_high_min)
+		return MIAMI_CLASS_HIGH;
+	if (intens >= class_middle_min)
+		return MIAMI_CLASS_MIDDLE;
+	return MIAMI_CLASS_LOW;
 }
 
 static __always_inline struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)

@@ -9,12 +9,16 @@
  * call costs two storage lookups, one clock read and a fixed 8-slot sum.
  *
  * Intensiveness. The paper keeps a "history of recent communication intervals" per connection
- * and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We keep the last
- * MIAMI_NR_INTV (8) intervals in a ring and average them. A fixed window rather than an EWMA:
- * it forgets an old pattern completely after 8 calls (a sender that switches from bulk to
- * paced is reclassified within 8 calls, which an EWMA only approaches), and its mean is exactly
- * the paper's Average. Each interval is clamped to 1 s before it is stored; any interval that
- * long already puts intensiveness at the bottom of the range.
+ * and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We take "recent" as a time
+ * window: the mean interval over the calls of the last window of intens_win_ns (100 ms), i.e.
+ * window length / calls in it, closed by the first call after the window has passed. A window
+ * with one call gives that call's interval, so a slow connection is measured by its own gaps.
+ * Why not the last N intervals: traffic is bursty (a sender blocks on a full socket buffer, a
+ * receiver waits for the next burst), so N consecutive intervals are either all short or
+ * contain one long gap, and a snapshot of them swings by 10x; a window of time averages many
+ * bursts and matches the rate really achieved (t_intens.sh checks it against a paced sender).
+ * The value is held between window closings; a new connection has none (0) until its first
+ * window closes, and is placed normally until then.
  *
  * IRQ CPU. sk->sk_incoming_cpu is the CPU that processed the socket's last received segment,
  * i.e. its softirq CPU: for a receiver the data path, for a sender the ACK path. With hardware
@@ -30,8 +34,9 @@
  * connection cannot pin a task forever.
  *
  * Accepted races: two threads calling on one socket at once may interleave their updates of
- * sock_ctx; the window is re-summed on every call, so a lost slot update costs one sample and
- * never corrupts the mean. A task's task_ctx is only written by the task itself.
+ * sock_ctx; a lost increment costs one call in one window, and the window restarts from
+ * scratch when it closes, so nothing accumulates. A task's task_ctx is only written by the
+ * task itself.
  */
 #include "miami.bpf.h"
 
@@ -44,17 +49,45 @@ struct {
 	__type(value, struct sock_ctx);
 } sock_ctx_stor SEC(".maps");
 
-static __always_inline u32 intens_of(struct sock_ctx *sockc)
-{
-	u32 i, n = sockc->nr_intv < MIAMI_NR_INTV ? sockc->nr_intv : MIAMI_NR_INTV;
-	u64 sum = 0, avg_us;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_NR_TASK_SLOTS);
+	__type(key, u32);
+	__type(value, struct net_task);
+} net_tasks SEC(".maps");
 
-	if (!n)
-		return 0;
-#pragma unroll
-	for (i = 0; i < MIAMI_NR_INTV; i++)
-		sum += sockc->intv_ns[i];
-	avg_us = sum / n / 1000;
+/* Publish @taskc in the bounded per-task table user space reads. */
+static __always_inline void publish_task(struct task_ctx *taskc, u64 now)
+{
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	u32 tid = (u32)pid_tgid, slot = tid & (MIAMI_NR_TASK_SLOTS - 1);
+	struct net_task *nt = bpf_map_lookup_elem(&net_tasks, &slot);
+
+	if (!nt)
+		return;
+	if (nt->tid != tid) {
+		nt->tid = tid;
+		nt->tgid = pid_tgid >> 32;
+		bpf_get_current_comm(nt->comm, sizeof(nt->comm));
+	}
+	nt->last_comm_ns = now;
+	nt->intens = taskc->intens;
+	nt->irq_cpu = taskc->irq_cpu;
+	nt->cpu = bpf_get_smp_processor_id();
+	nt->ifindex = taskc->ifindex;
+	nt->cls = class_of(taskc->intens);
+	nt->tier = taskc->tier;
+}
+
+/* Window over which intensiveness is averaged. Default 100 ms: many bursts long, and short
+ * enough that a change of pattern shows within one agent period. */
+const volatile u64 intens_win_ns = 100000000;
+
+/* 10^6 / mean interval in us over a window of @elapsed_ns holding @calls intervals. */
+static __always_inline u32 intens_of(u64 elapsed_ns, u32 calls)
+{
+	u64 avg_us = elapsed_ns / (calls ?: 1) / 1000;
+
 	if (avg_us < 1)
 		avg_us = 1;
 	if (avg_us > MIAMI_AVG_US_MAX)
@@ -62,22 +95,10 @@ static __always_inline u32 intens_of(struct sock_ctx *sockc)
 	return MIAMI_INTENS_MAX / avg_us;
 }
 
-static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
+/* Make @sockc's connection @taskc's representative if it is the most intensive one. */
+static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *sockc, u64 now)
 {
-	struct task_ctx *taskc;
 	u64 rep_quiet_ns;
-
-	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0,
-				     BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!taskc)
-		return;
-	if (!taskc->last_comm_ns) {
-		taskc->irq_cpu = MIAMI_NO_CPU;
-		taskc->tier = MIAMI_TIER_NONE;
-	}
-	taskc->last_comm_ns = now;
-	if (!sockc->intens)
-		return;
 
 	/* 4 mean intervals of the representative: 4 * 10^6 / intens us, in ns. */
 	rep_quiet_ns = taskc->intens ? 4000000000ULL / taskc->intens : 0;
@@ -95,10 +116,29 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 	taskc->ifindex = sockc->ifindex;
 }
 
+static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
+{
+	struct task_ctx *taskc;
+
+	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0,
+				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!taskc)
+		return;
+	if (!taskc->last_comm_ns) {
+		taskc->irq_cpu = MIAMI_NO_CPU;
+		taskc->tier = MIAMI_TIER_NONE;
+	}
+	taskc->last_comm_ns = now;
+	if (!sockc->intens)
+		return;
+	update_rep(taskc, sockc, now);
+	publish_task(taskc, now);
+}
+
 static __always_inline void note_call(struct sock *sk)
 {
 	struct sock_ctx *sockc;
-	u64 now = bpf_ktime_get_ns(), intv;
+	u64 now = bpf_ktime_get_ns(), elapsed;
 
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!sockc)
@@ -108,15 +148,16 @@ static __always_inline void note_call(struct sock *sk)
 		sockc->cookie = bpf_get_socket_cookie(sk);
 		sockc->irq_cpu = MIAMI_NO_CPU;
 		sockc->rx_cpu = MIAMI_NO_CPU;
+		sockc->win_start_ns = now;
 		stat_inc(MIAMI_STAT_SOCKS_TRACKED);
 	} else {
-		intv = now - sockc->last_ns;
-		if (intv > 1000000000ULL)
-			intv = 1000000000ULL;
-		sockc->intv_ns[sockc->nr_intv & (MIAMI_NR_INTV - 1)] = intv;
-		if (sockc->nr_intv < 0xffffffff)
-			sockc->nr_intv++;
-		sockc->intens = intens_of(sockc);
+		sockc->win_calls++;
+		elapsed = now - sockc->win_start_ns;
+		if (elapsed >= intens_win_ns) {
+			sockc->intens = intens_of(elapsed, sockc->win_calls);
+			sockc->win_start_ns = now;
+			sockc->win_calls = 0;
+		}
 	}
 	sockc->last_ns = now;
 	sockc->irq_cpu = sk->__sk_common.skc_incoming_cpu;

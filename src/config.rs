@@ -100,7 +100,11 @@ impl Config {
                 });
             }
         }
-        if let Some(n) = o.nic.iter().find(|n| n.is_empty() || n.len() > 15 || n.contains('/')) {
+        if let Some(n) = o
+            .nic
+            .iter()
+            .find(|n| n.is_empty() || n.len() > 15 || n.contains('/'))
+        {
             return Err(Invalid {
                 option: "nic",
                 reason: format!("'{n}' is not an interface name"),

@@ -44,7 +44,10 @@ impl QueueKind {
     /// Guess from an IRQ name. Combined names mention both directions or a completion queue.
     pub fn from_name(name: &str) -> Self {
         let n = name.to_ascii_lowercase();
-        if n.contains("txrx") || n.contains("rx-tx") || n.contains("tx-rx") || n.contains("comp")
+        if n.contains("txrx")
+            || n.contains("rx-tx")
+            || n.contains("tx-rx")
+            || n.contains("comp")
             || n.contains("combined")
         {
             QueueKind::Combined
@@ -95,7 +98,9 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
     for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+                let bad = || format!("bad CPU range '{part}'");
+                let (a, b): (usize, usize) =
+                    (a.parse().with_context(bad)?, b.parse().with_context(bad)?);
                 if a > b {
                     bail!("bad CPU range '{part}'");
                 }
@@ -155,20 +160,29 @@ fn read_trim(p: &Path) -> Option<String> {
     fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }
 
-/// IRQ numbers of a net device: its msi_irqs, its parent's (virtio), or its legacy irq.
+/// IRQ numbers of a net device: its own msi_irqs, else its legacy irq. A virtio device has
+/// neither: its virtio-pci parent owns the vectors (or the INTx line), so look there instead.
+/// Any other parent is a bridge or root port whose own MSI (PME, AER, hotplug) is not the NIC's.
 fn device_irqs(dev: &Path) -> Vec<u32> {
-    for dir in [dev.join("msi_irqs"), dev.join("../msi_irqs")] {
-        if let Ok(rd) = fs::read_dir(&dir) {
-            let mut irqs: Vec<u32> = rd
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect();
-            if !irqs.is_empty() {
-                irqs.sort_unstable();
-                return irqs;
-            }
+    let is_virtio = fs::canonicalize(dev)
+        .ok()
+        .and_then(|p| Some(p.file_name()?.to_str()?.starts_with("virtio")))
+        .unwrap_or(false);
+    let owner = if is_virtio {
+        dev.join("..")
+    } else {
+        dev.to_path_buf()
+    };
+    if let Ok(rd) = fs::read_dir(owner.join("msi_irqs")) {
+        let mut irqs: Vec<u32> = rd
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        if !irqs.is_empty() {
+            irqs.sort_unstable();
+            return irqs;
         }
     }
-    match read_trim(&dev.join("irq")).and_then(|s| s.parse::<u32>().ok()) {
+    match read_trim(&owner.join("irq")).and_then(|s| s.parse::<u32>().ok()) {
         Some(irq) if irq > 0 => vec![irq],
         _ => vec![],
     }

@@ -38,7 +38,11 @@ pub struct Opts {
     /// middle (IRQ CPU when it has room, else its LLC), below that low. Intensiveness is
     /// 10^6 / mean call interval in us, so the defaults mean: high = calls at most 10 us apart,
     /// middle = at most 100 us apart. Both in 1..=1000000, HIGH_MIN > MIDDLE_MIN.
-    #[arg(long, default_value = "100000,10000", value_name = "HIGH_MIN,MIDDLE_MIN")]
+    #[arg(
+        long,
+        default_value = "100000,10000",
+        value_name = "HIGH_MIN,MIDDLE_MIN"
+    )]
     pub class_bounds: String,
 
     /// Network load, in percent of one CPU, up to which a CPU takes one more network task.

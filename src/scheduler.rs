@@ -15,10 +15,26 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bpf_intf::set_irq_cpu_arg;
+use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_task};
 use crate::bpf_skel::*;
 use crate::config::Config;
 use crate::irq::{self, format_cpu_list, Roots};
-use crate::stats::{Counters, NR_STATS};
+use crate::stats::{format_tasks, top_tasks, Counters, TaskRow, NR_STATS};
+
+/// Rows shown in the printed task table, and how recent a call must be to be listed.
+const TOP_TASKS: usize = 16;
+const TASK_MAX_AGE_MS: u64 = 5000;
+
+/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
 use crate::topology::LlcMap;
 
 /// Refuse early, with a message a user can act on, where loading cannot work.
@@ -71,11 +87,16 @@ impl<'a> Scheduler<'a> {
 
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(verbose);
-        let mut skel = scx_ops_open!(builder, open_object, miami_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+        let mut skel = scx_ops_open!(
+            builder,
+            open_object,
+            miami_ops,
+            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+        )?;
 
         skel.struct_ops.miami_ops_mut().exit_dump_len = exit_dump_len;
-        skel.struct_ops.miami_ops_mut().flags =
-            *scx_utils::compat::SCX_OPS_ENQ_EXITING | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
+        skel.struct_ops.miami_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_EXITING
+            | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -128,7 +149,10 @@ impl<'a> Scheduler<'a> {
             ..Default::default()
         })?;
         if out.return_value != 0 {
-            bail!("miami_set_irq_cpu({cpu}) returned {}", out.return_value as i32);
+            bail!(
+                "miami_set_irq_cpu({cpu}) returned {}",
+                out.return_value as i32
+            );
         }
         Ok(())
     }
@@ -142,7 +166,12 @@ impl<'a> Scheduler<'a> {
         }
         for nic in &nics {
             let rx: Vec<usize> = nic.rx_cpus().into_iter().collect();
-            info!("NIC {} (ifindex {}): receive IRQs on CPUs {}", nic.name, nic.ifindex, format_cpu_list(&rx));
+            info!(
+                "NIC {} (ifindex {}): receive IRQs on CPUs {}",
+                nic.name,
+                nic.ifindex,
+                format_cpu_list(&rx)
+            );
         }
         for cpu in self.irq_cpus.difference(&cpus).copied().collect::<Vec<_>>() {
             self.set_irq_cpu(cpu, false)?;
@@ -150,7 +179,10 @@ impl<'a> Scheduler<'a> {
         for cpu in cpus.difference(&self.irq_cpus).copied().collect::<Vec<_>>() {
             self.set_irq_cpu(cpu, true)?;
         }
-        info!("IRQ CPUs: {}", format_cpu_list(&cpus.iter().copied().collect::<Vec<_>>()));
+        info!(
+            "IRQ CPUs: {}",
+            format_cpu_list(&cpus.iter().copied().collect::<Vec<_>>())
+        );
         self.irq_cpus = cpus;
         Ok(())
     }
@@ -165,6 +197,41 @@ impl<'a> Scheduler<'a> {
                 .flatten()
                 .unwrap_or_default()
         }))
+    }
+
+    /// Recently communicating threads from the bounded `net_tasks` table.
+    pub fn tasks(&self) -> Vec<TaskRow> {
+        let now = monotonic_ns();
+        (0..NR_TASK_SLOTS as u32)
+            .filter_map(|slot| {
+                let bytes = self
+                    .skel
+                    .maps
+                    .net_tasks
+                    .lookup(&slot.to_ne_bytes(), MapFlags::ANY)
+                    .ok()??;
+                if bytes.len() < std::mem::size_of::<net_task>() {
+                    return None;
+                }
+                // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
+                let nt: net_task =
+                    unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const net_task) };
+                TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS)
+            })
+            .collect()
+    }
+
+    fn nic_name(ifindex: u32) -> String {
+        std::fs::read_dir("/sys/class/net")
+            .ok()
+            .and_then(|rd| {
+                rd.filter_map(|e| e.ok()).find(|e| {
+                    std::fs::read_to_string(e.path().join("ifindex"))
+                        .is_ok_and(|s| s.trim() == ifindex.to_string())
+                })
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("if{ifindex}"))
     }
 
     fn exited(&mut self) -> bool {
@@ -189,7 +256,13 @@ impl<'a> Scheduler<'a> {
             if let Some(p) = stats_period {
                 if now >= next_stats {
                     let cur = self.counters();
-                    print!("--- stats (delta over {:.1} s)\n{}", p.as_secs_f64(), cur.delta(&prev).report());
+                    let tasks = top_tasks(self.tasks(), TOP_TASKS);
+                    print!(
+                        "--- stats (delta over {:.1} s)\n{}{}",
+                        p.as_secs_f64(),
+                        cur.delta(&prev).report(),
+                        format_tasks(&tasks, Self::nic_name)
+                    );
                     prev = cur;
                     next_stats = now + p;
                 }

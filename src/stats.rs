@@ -25,33 +25,168 @@ macro_rules! stat {
 pub const NR_STATS: usize = miami_stat_MIAMI_NR_STATS as usize;
 
 pub static STATS: &[StatDesc] = &[
-    stat!(miami_stat_MIAMI_STAT_ENQ_CORE_HIGH, "enq_core_high", "count", "network-task enqueues on the IRQ CPU, class high"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_CORE_MIDDLE, "enq_core_middle", "count", "network-task enqueues on the IRQ CPU, class middle"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_CORE_LOW, "enq_core_low", "count", "network-task enqueues on the IRQ CPU, class low"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_CACHE_HIGH, "enq_cache_high", "count", "network-task enqueues on an LLC sibling of the IRQ CPU, class high"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_CACHE_MIDDLE, "enq_cache_middle", "count", "network-task enqueues on an LLC sibling of the IRQ CPU, class middle"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_CACHE_LOW, "enq_cache_low", "count", "network-task enqueues on an LLC sibling of the IRQ CPU, class low"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_OTHER_HIGH, "enq_other_high", "count", "network-task enqueues outside the IRQ CPU's LLC, class high"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_OTHER_MIDDLE, "enq_other_middle", "count", "network-task enqueues outside the IRQ CPU's LLC, class middle"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_OTHER_LOW, "enq_other_low", "count", "network-task enqueues outside the IRQ CPU's LLC, class low"),
-    stat!(miami_stat_MIAMI_STAT_ENQ_NORMAL, "enq_normal", "count", "enqueues of non-network or released tasks"),
-    stat!(miami_stat_MIAMI_STAT_NORMAL_AVOID_IRQ, "normal_avoid_irq", "count", "non-network wakeups placed on an idle CPU that takes no NIC IRQ"),
-    stat!(miami_stat_MIAMI_STAT_RUN_CORE_NS, "run_core_ns", "ns", "network-task runtime on the IRQ CPU (tier core)"),
-    stat!(miami_stat_MIAMI_STAT_RUN_CACHE_NS, "run_cache_ns", "ns", "network-task runtime on an LLC sibling of the IRQ CPU (tier cache)"),
-    stat!(miami_stat_MIAMI_STAT_RUN_OTHER_NS, "run_other_ns", "ns", "network-task runtime elsewhere (tier other)"),
-    stat!(miami_stat_MIAMI_STAT_RELEASES, "releases", "count", "network tasks released after --release-after-ms without a call (step 1)"),
-    stat!(miami_stat_MIAMI_STAT_TIER_CHANGES, "tier_changes", "count", "a network task started running in a different tier than last time"),
-    stat!(miami_stat_MIAMI_STAT_PREEMPT_KICKS, "preempt_kicks", "count", "class-high tasks that preempted non-network work on their IRQ CPU"),
-    stat!(miami_stat_MIAMI_STAT_PROBE_SEND, "probe_send", "count", "tcp_sendmsg calls seen by the monitor"),
-    stat!(miami_stat_MIAMI_STAT_PROBE_RECV, "probe_recv", "count", "tcp_recvmsg calls seen by the monitor"),
-    stat!(miami_stat_MIAMI_STAT_PROBE_RCV_PKT, "probe_rcv_pkt", "count", "segments through tcp_rcv_established"),
-    stat!(miami_stat_MIAMI_STAT_SOCKS_TRACKED, "socks_tracked", "count", "sockets that got per-connection state"),
-    stat!(miami_stat_MIAMI_STAT_REP_CHANGES, "rep_changes", "count", "a task's representative (most intensive) connection changed"),
-    stat!(miami_stat_MIAMI_STAT_DIRECT_LOCAL, "direct_local", "count", "wakeups dispatched straight to an idle CPU"),
-    stat!(miami_stat_MIAMI_STAT_DSP_CPU, "dsp_cpu", "count", "dispatches from the CPU's own per-CPU DSQ"),
-    stat!(miami_stat_MIAMI_STAT_DSP_SHARED, "dsp_shared", "count", "dispatches from the shared vtime DSQ"),
-    stat!(miami_stat_MIAMI_STAT_DSP_STEAL_LLC, "dsp_steal_llc", "count", "dispatches pulled from an LLC sibling's per-CPU DSQ"),
-    stat!(miami_stat_MIAMI_STAT_DSP_STEAL_FAR, "dsp_steal_far", "count", "dispatches pulled from a per-CPU DSQ in another LLC"),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_CORE_HIGH,
+        "enq_core_high",
+        "count",
+        "network-task enqueues on the IRQ CPU, class high"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_CORE_MIDDLE,
+        "enq_core_middle",
+        "count",
+        "network-task enqueues on the IRQ CPU, class middle"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_CORE_LOW,
+        "enq_core_low",
+        "count",
+        "network-task enqueues on the IRQ CPU, class low"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_CACHE_HIGH,
+        "enq_cache_high",
+        "count",
+        "network-task enqueues on an LLC sibling of the IRQ CPU, class high"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_CACHE_MIDDLE,
+        "enq_cache_middle",
+        "count",
+        "network-task enqueues on an LLC sibling of the IRQ CPU, class middle"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_CACHE_LOW,
+        "enq_cache_low",
+        "count",
+        "network-task enqueues on an LLC sibling of the IRQ CPU, class low"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_OTHER_HIGH,
+        "enq_other_high",
+        "count",
+        "network-task enqueues outside the IRQ CPU's LLC, class high"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_OTHER_MIDDLE,
+        "enq_other_middle",
+        "count",
+        "network-task enqueues outside the IRQ CPU's LLC, class middle"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_OTHER_LOW,
+        "enq_other_low",
+        "count",
+        "network-task enqueues outside the IRQ CPU's LLC, class low"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_ENQ_NORMAL,
+        "enq_normal",
+        "count",
+        "enqueues of non-network or released tasks"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_NORMAL_AVOID_IRQ,
+        "normal_avoid_irq",
+        "count",
+        "non-network wakeups placed on an idle CPU that takes no NIC IRQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_RUN_CORE_NS,
+        "run_core_ns",
+        "ns",
+        "network-task runtime on the IRQ CPU (tier core)"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_RUN_CACHE_NS,
+        "run_cache_ns",
+        "ns",
+        "network-task runtime on an LLC sibling of the IRQ CPU (tier cache)"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_RUN_OTHER_NS,
+        "run_other_ns",
+        "ns",
+        "network-task runtime elsewhere (tier other)"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_RELEASES,
+        "releases",
+        "count",
+        "network tasks released after --release-after-ms without a call (step 1)"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_TIER_CHANGES,
+        "tier_changes",
+        "count",
+        "a network task started running in a different tier than last time"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_PREEMPT_KICKS,
+        "preempt_kicks",
+        "count",
+        "class-high tasks that preempted non-network work on their IRQ CPU"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_PROBE_SEND,
+        "probe_send",
+        "count",
+        "tcp_sendmsg calls seen by the monitor"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_PROBE_RECV,
+        "probe_recv",
+        "count",
+        "tcp_recvmsg calls seen by the monitor"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_PROBE_RCV_PKT,
+        "probe_rcv_pkt",
+        "count",
+        "segments through tcp_rcv_established"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_SOCKS_TRACKED,
+        "socks_tracked",
+        "count",
+        "sockets that got per-connection state"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_REP_CHANGES,
+        "rep_changes",
+        "count",
+        "a task's representative (most intensive) connection changed"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DIRECT_LOCAL,
+        "direct_local",
+        "count",
+        "wakeups dispatched straight to an idle CPU"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_CPU,
+        "dsp_cpu",
+        "count",
+        "dispatches from the CPU's own per-CPU DSQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_SHARED,
+        "dsp_shared",
+        "count",
+        "dispatches from the shared vtime DSQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_STEAL_LLC,
+        "dsp_steal_llc",
+        "count",
+        "dispatches pulled from an LLC sibling's per-CPU DSQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_STEAL_FAR,
+        "dsp_steal_far",
+        "count",
+        "dispatches pulled from a per-CPU DSQ in another LLC"
+    ),
 ];
 
 /// Counter values indexed by stat id.
@@ -71,7 +206,11 @@ impl Counters {
             .into_iter()
             .map(|cpus| {
                 cpus.iter()
-                    .map(|b| u64::from_ne_bytes(b[..8].try_into().unwrap_or([0; 8])))
+                    .map(|b| {
+                        b.get(..8)
+                            .and_then(|s| s.try_into().ok())
+                            .map_or(0, u64::from_ne_bytes)
+                    })
                     .sum()
             })
             .collect();
@@ -123,6 +262,90 @@ pub fn describe() -> String {
     let mut out = String::new();
     for s in STATS {
         out.push_str(&format!("{:<18} [{}] {}\n", s.name, s.unit, s.desc));
+    }
+    out
+}
+
+pub const CLASS_NAMES: [&str; 3] = ["high", "middle", "low"];
+pub const TIER_NAMES: [&str; 4] = ["core", "cache", "other", "none"];
+
+/// One row of the per-task table, from a `struct net_task` slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRow {
+    pub tid: i32,
+    pub tgid: i32,
+    pub comm: String,
+    pub intens: u32,
+    pub class: &'static str,
+    pub tier: &'static str,
+    pub irq_cpu: i32,
+    pub cpu: i32,
+    pub ifindex: u32,
+    pub age_ms: u64,
+}
+
+impl TaskRow {
+    /// None for an empty slot or one whose thread last called more than @max_age_ms ago.
+    pub fn from_slot(nt: &net_task, now_ns: u64, max_age_ms: u64) -> Option<Self> {
+        if nt.tid <= 0 || nt.last_comm_ns == 0 {
+            return None;
+        }
+        let age_ms = now_ns.saturating_sub(nt.last_comm_ns) / 1_000_000;
+        if age_ms > max_age_ms {
+            return None;
+        }
+        let comm: Vec<u8> = nt
+            .comm
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        Some(Self {
+            tid: nt.tid,
+            tgid: nt.tgid,
+            comm: String::from_utf8_lossy(&comm).into_owned(),
+            intens: nt.intens,
+            class: CLASS_NAMES.get(nt.cls as usize).copied().unwrap_or("?"),
+            tier: TIER_NAMES.get(nt.tier as usize).copied().unwrap_or("?"),
+            irq_cpu: nt.irq_cpu,
+            cpu: nt.cpu,
+            ifindex: nt.ifindex,
+            age_ms,
+        })
+    }
+}
+
+/// The @n most intensive rows, most intensive first (ties: most recent first).
+pub fn top_tasks(mut rows: Vec<TaskRow>, n: usize) -> Vec<TaskRow> {
+    rows.sort_by(|a, b| b.intens.cmp(&a.intens).then(a.age_ms.cmp(&b.age_ms)));
+    rows.truncate(n);
+    rows
+}
+
+/// The task table as text; @nic_name maps an ifindex to a name.
+pub fn format_tasks(rows: &[TaskRow], nic_name: impl Fn(u32) -> String) -> String {
+    let mut out = format!(
+        "{:>8} {:>8} {:<15} {:>8} {:<6} {:<5} {:>4} {:>4} {:<8} {:>7}\n",
+        "tid", "tgid", "comm", "intens", "class", "tier", "irq", "cpu", "nic", "age_ms"
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{:>8} {:>8} {:<15} {:>8} {:<6} {:<5} {:>4} {:>4} {:<8} {:>7}\n",
+            r.tid,
+            r.tgid,
+            r.comm,
+            r.intens,
+            r.class,
+            r.tier,
+            r.irq_cpu,
+            r.cpu,
+            if r.ifindex == 0 {
+                "-".to_string()
+            } else {
+                nic_name(r.ifindex)
+            },
+            r.age_ms
+        ));
     }
     out
 }

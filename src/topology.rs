@@ -17,7 +17,10 @@ pub struct LlcMap {
 
 impl LlcMap {
     /// Build from (cpu, llc) pairs.
-    pub fn from_pairs(nr_cpu_ids: usize, pairs: impl IntoIterator<Item = (usize, usize)>) -> Result<Self> {
+    pub fn from_pairs(
+        nr_cpu_ids: usize,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> Result<Self> {
         if nr_cpu_ids == 0 || nr_cpu_ids > MAX_CPUS as usize {
             bail!("{nr_cpu_ids} possible CPUs; scx_miami supports 1..={MAX_CPUS}");
         }
@@ -47,7 +50,9 @@ impl LlcMap {
         let nr_llcs = self.cpu_llc.iter().copied().max().map_or(0, |m| m + 1);
         (0..nr_llcs)
             .map(|l| {
-                let cpus: Vec<usize> = (0..self.cpu_llc.len()).filter(|&c| self.cpu_llc[c] == l).collect();
+                let cpus: Vec<usize> = (0..self.cpu_llc.len())
+                    .filter(|&c| self.cpu_llc[c] == l)
+                    .collect();
                 crate::irq::format_cpu_list(&cpus)
             })
             .collect::<Vec<_>>()

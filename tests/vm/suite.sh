@@ -20,9 +20,16 @@ set -euo pipefail
 
 KERNELS=(7.3 7.2 6.12)
 TESTS=(
-	"t_topology.sh      default"
-	"t_probe.sh         default"
-	# "t_sched_basic.sh  all"
+	"t_topology.sh        default"
+	"t_probe.sh           default"
+	"t_sched_basic.sh     all"
+	"t_place_single.sh    default"
+	"t_place_multi.sh     default"
+	"t_place_sender.sh    default"
+	"t_place_hogs.sh      default"
+	"t_release.sh         default"
+	"t_avoid_irq.sh       default"
+	"t_intens.sh          default"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

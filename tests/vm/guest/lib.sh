@@ -9,7 +9,8 @@
 #                        pair B: server NIC_B 198.18.2.1/24 (root ns) <-> 198.18.2.2/24 (ns cli)
 #                        sets NIC_A NIC_B (server ifaces), CLI_A CLI_B (client ifaces, in ns cli),
 #                        IRQ_A IRQ_B (the server NICs' virtioN-input.0 IRQs, i.e. the receive
-#                        IRQ of the root-ns side); also written to /tmp/miami-net.env. Idempotent.
+#                        IRQ of the root-ns side), IRQ_A_CLI IRQ_B_CLI (the client NICs');
+#                        also written to /tmp/miami-net.env. Idempotent.
 #   net_teardown         delete ns cli (client NICs return to the root ns)
 #   pin_irq IRQ CPU      /proc/irq/IRQ/smp_affinity_list = CPU (or a list)
 #   irq_count IRQ [CPU]  count of IRQ in /proc/interrupts on CPU, or summed over all CPUs
@@ -47,6 +48,8 @@ PROBE="python3 $LIB_DIR/probe.py"
 IP=/usr/bin/ip
 SCHED_LOG=${SCHED_LOG:-/tmp/sched.log}
 NET_ENV=/tmp/miami-net.env
+# The guest's root file system is read-only; tools like stress-ng need a writable cwd.
+cd /tmp
 
 MAC_A_SRV=52:54:00:00:0a:01 MAC_A_CLI=52:54:00:00:0a:02
 MAC_B_SRV=52:54:00:00:0b:01 MAC_B_CLI=52:54:00:00:0b:02
@@ -122,7 +125,8 @@ net_setup() {
 		sleep 0.2
 	done
 	[[ -n ${CLI_B:-} ]] || { echo "net_setup: NICs not found by MAC" >&2; $IP -br link >&2; return 1; }
-	IRQ_A=$(_input_irq "$NIC_A") && IRQ_B=$(_input_irq "$NIC_B") ||
+	IRQ_A=$(_input_irq "$NIC_A") && IRQ_B=$(_input_irq "$NIC_B") &&
+		IRQ_A_CLI=$(_input_irq "$CLI_A") && IRQ_B_CLI=$(_input_irq "$CLI_B") ||
 		{ echo "net_setup: input IRQs not found" >&2; return 1; }
 	$IP netns add cli
 	$IP link set "$CLI_A" netns cli
@@ -137,8 +141,8 @@ net_setup() {
 	$IP -n cli link set lo up
 	$IP -n cli link set "$CLI_A" up
 	$IP -n cli link set "$CLI_B" up
-	printf 'NIC_A=%s NIC_B=%s CLI_A=%s CLI_B=%s IRQ_A=%s IRQ_B=%s\n' \
-		"$NIC_A" "$NIC_B" "$CLI_A" "$CLI_B" "$IRQ_A" "$IRQ_B" >"$NET_ENV"
+	printf 'NIC_A=%s NIC_B=%s CLI_A=%s CLI_B=%s IRQ_A=%s IRQ_B=%s IRQ_A_CLI=%s IRQ_B_CLI=%s\n' \
+		"$NIC_A" "$NIC_B" "$CLI_A" "$CLI_B" "$IRQ_A" "$IRQ_B" "$IRQ_A_CLI" "$IRQ_B_CLI" >"$NET_ENV"
 	for i in $(seq 50); do
 		ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV && break
 		sleep 0.2
@@ -260,5 +264,64 @@ vm_reset() {
 	net_teardown
 	all=0-$(($(nproc) - 1))
 	for irq in /proc/irq/[0-9]*; do echo "$all" >"$irq/smp_affinity_list" 2>/dev/null || true; done
-	rm -f /tmp/iperf-*.pid "$SCHED_LOG"
+	rm -f /tmp/iperf-*.pid "$SCHED_LOG" /tmp/*.json /tmp/*.txt /tmp/*.out
+}
+
+# --- placement workloads (scheduler tests) -------------------------------------------------
+# net_default            net_setup, then the default guest's IRQ pinning: receive IRQ of NIC A
+#                        -> CPU 1, NIC B -> CPU 5 (the "IRQ CPUs"); the clients' NICs -> 7 and 3
+# jget FILE EXPR         evaluate EXPR on the JSON in FILE (bound to d), print it
+# receivers_run LABEL N_A N_B SECS [client args]
+#                        N_A iperf3 receivers on pair A and N_B on pair B (servers in the root
+#                        ns, clients in ns cli); once all are streaming, probes them for SECS-2 s,
+#                        each against its own NIC's IRQ CPU: /tmp/LABEL.json
+# stats_total NAME       NAME in the totals that scx_miami logs when it stops ($SCHED_LOG)
+PACER=$VM_TOP/target/tools/pacer
+PROBE_CPU=${PROBE_CPU:-6}
+net_default() {
+	net_setup
+	pin_irq "$IRQ_A" 1
+	pin_irq "$IRQ_B" 5
+	pin_irq "$IRQ_A_CLI" 7
+	pin_irq "$IRQ_B_CLI" 3
+}
+jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+receivers_run() {
+	local label=$1 na=$2 nb=$3 secs=$4 i
+	shift 4
+	local srv=() irqof=() cl=()
+	for ((i = 0; i < na + nb; i++)); do
+		if ((i < na)); then
+			iperf_server $((5201 + i)) "$ADDR_A_SRV"; irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=1")
+		else
+			iperf_server $((5201 + i)) "$ADDR_B_SRV"; irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=5")
+		fi
+		srv+=("$IPERF_SERVER_PID")
+	done
+	for ((i = 0; i < na + nb; i++)); do
+		local ip=$ADDR_A_SRV
+		((i < na)) || ip=$ADDR_B_SRV
+		# Clients run longer than SECS: under TCG they connect seconds apart; killed below.
+		iperf_client_bg "/tmp/$label-cl$i.out" cli "$ip" $((5201 + i)) $((secs + 30)) "$@"
+		cl+=("$IPERF_CLIENT_PID")
+	done
+	# Measure only once every receiver has its stream thread (iperf3 >= 3.16: one per stream).
+	local p up=0
+	for ((i = 0; i < 300 && up < na + nb; i++)); do
+		up=0
+		for p in "${srv[@]}"; do (($(ls "/proc/$p/task" 2>/dev/null | wc -l) >= 2)) && up=$((up + 1)); done
+		sleep 0.1
+	done
+	log "$label: $up of $((na + nb)) receivers streaming after $((i / 10)).$((i % 10)) s"
+	sleep 1
+	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 2)) --hz 100 \
+		--probe-cpu "$PROBE_CPU" --json >"/tmp/$label.json" 2>"/tmp/$label.txt" || true
+	kill "${cl[@]}" 2>/dev/null || true
+	wait "${cl[@]}" 2>/dev/null || true
+	kill "${srv[@]}" 2>/dev/null || true
+	echo "--- placement, $label (share of runtime; core = own NIC's IRQ CPU):"
+	cat "/tmp/$label.txt"
+}
+stats_total() {
+	awk -v n="$1" '/totals since start/ { t = 1 } t && $1 == n { v = $2 } END { print v + 0 }' "$SCHED_LOG"
 }

@@ -46,6 +46,12 @@ for t in "$@"; do
 		echo "runall: $name left sched_ext enabled ($(sched_ops))"
 		((rc == 0)) && rc=99
 	fi
+	# Keep what the test left in /tmp (scheduler log, probe JSON) for the host: .cache/vm-out/.
+	if [[ -n ${VM_OUT:-} ]]; then
+		mkdir -p "$VM_OUT/$name"
+		find /tmp -maxdepth 1 -type f \( -name '*.log' -o -name '*.json' -o -name '*.txt' -o -name '*.out' \) \
+			-exec cp {} "$VM_OUT/$name/" \; 2>/dev/null
+	fi
 	res=PASS; ((rc)) && { res=FAIL; bad=1; }
 	echo "vm-result: $name $res rc=$rc secs=$secs"
 done

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The whole test suite (`make test`, after the build). Steps, each counted:
+#   1. cargo fmt --check                      (1 check)
+#   2. cargo clippy -D warnings               (1 check)
+#   3. host tests: cargo test                 (every test counts)
+#   4. VM suite: tests/vm/suite.sh            (every test x kernel counts; the BPF object is
+#      loaded, i.e. verified, on every kernel of the matrix)
+# Ends with one line "N passed, N failed" and exits non-zero if anything failed.
+#   scripts/test.sh [--no-vm]
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+passed=0 failed=0
+t0=$(date +%s)
+step() { printf '\n=== %s (%ds)\n' "$1" $(($(date +%s) - t0)); }
+count() { if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $*"; fi; }
+
+step "cargo fmt --check"
+count cargo fmt --all --check
+
+step "cargo clippy"
+count cargo clippy --release --workspace --all-targets -- -D warnings
+
+step "host tests"
+MIAMI_REQUIRE_BIN=1 cargo test --release --workspace 2>&1 | tee /tmp/miami-host-tests.log
+rc=${PIPESTATUS[0]}
+p=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^passed/) s += $i } END { print s + 0 }' /tmp/miami-host-tests.log)
+f=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s += $i } END { print s + 0 }' /tmp/miami-host-tests.log)
+passed=$((passed + p)) failed=$((failed + f))
+((rc == 0 || f > 0)) || failed=$((failed + 1)) # a build error fails the step without a count
+
+if [[ ${1:-} != --no-vm ]]; then
+	step "VM suite"
+	tests/vm/suite.sh 2>&1 | tee /tmp/miami-vm-tests.log
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' /tmp/miami-vm-tests.log | tail -n1)
+	p=$(awk '{ print $1 }' <<<"$line") f=$(awk '{ print $3 }' <<<"$line")
+	passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0}))
+	((rc == 0 || ${f:-0} > 0)) || failed=$((failed + 1))
+fi
+
+printf '\nwall time %ds\n' $(($(date +%s) - t0))
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Host tests of the command line (clap) and its one validation step (`Config::from_opts`):
+//! every rejected value names its option, and units are converted once (us/ms -> ns).
+
+use clap::Parser;
+use miami::config::{ClassBounds, Config, Invalid, INTENS_MAX};
+use miami::opts::Opts;
+
+fn opts(args: &[&str]) -> Opts {
+    let argv = std::iter::once("scx_miami").chain(args.iter().copied());
+    Opts::try_parse_from(argv).unwrap_or_else(|e| panic!("clap rejected {args:?}: {e}"))
+}
+
+fn config(args: &[&str]) -> Result<Config, Invalid> {
+    Config::from_opts(&opts(args))
+}
+
+/// Asserts that @args fail validation on --@option and that the message says so and contains
+/// every string in @mentions.
+fn rejects(args: &[&str], option: &str, mentions: &[&str]) {
+    let e = config(args).expect_err(&format!("{args:?} was accepted"));
+    assert_eq!(e.option, option, "{args:?}: {e}");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(&format!("invalid --{option}: ")),
+        "{args:?}: {msg}"
+    );
+    for m in mentions {
+        assert!(msg.contains(m), "{args:?}: '{msg}' does not mention '{m}'");
+    }
+}
+
+// ---- defaults and unit conversion ----
+
+#[test]
+fn defaults() {
+    let o = opts(&[]);
+    assert_eq!(o.slice_us, 5000);
+    assert_eq!(o.release_after_ms, 1000);
+    assert_eq!(o.class_bounds, "100000,10000");
+    assert_eq!(o.net_room_pct, 80);
+    assert!(o.nic.is_empty());
+    assert_eq!(o.irq_refresh_ms, 1000);
+    assert_eq!(o.stats, None);
+    assert!(!o.help_stats);
+    assert_eq!(o.exit_dump_len, 0);
+    assert!(!o.verbose);
+
+    let c = Config::from_opts(&o).unwrap();
+    assert_eq!(
+        c,
+        Config {
+            slice_ns: 5_000_000,
+            release_ns: 1_000_000_000,
+            bounds: ClassBounds {
+                high_min: 100_000,
+                middle_min: 10_000
+            },
+            net_room_pct: 80,
+            nics: vec![],
+            irq_refresh_ms: 1000,
+            stats_interval_s: None,
+        }
+    );
+}
+
+#[test]
+fn units_are_converted_once() {
+    let c = config(&[
+        "--slice-us",
+        "250",
+        "--release-after-ms",
+        "20",
+        "--irq-refresh-ms",
+        "500",
+        "--net-room-pct",
+        "55",
+        "--stats",
+        "0.5",
+        "--class-bounds",
+        "5000,50",
+        "--nic",
+        "eth0,enp0s10",
+        "--nic",
+        "eth1",
+    ])
+    .unwrap();
+    assert_eq!(c.slice_ns, 250_000);
+    assert_eq!(c.release_ns, 20_000_000);
+    assert_eq!(c.irq_refresh_ms, 500);
+    assert_eq!(c.net_room_pct, 55);
+    assert_eq!(c.stats_interval_s, Some(0.5));
+    assert_eq!(
+        c.bounds,
+        ClassBounds {
+            high_min: 5000,
+            middle_min: 50
+        }
+    );
+    assert_eq!(c.nics, ["eth0", "enp0s10", "eth1"]);
+}
+
+#[test]
+fn range_limits_are_inclusive() {
+    let lo = config(&[
+        "--slice-us=100",
+        "--release-after-ms=10",
+        "--net-room-pct=1",
+        "--irq-refresh-ms=10",
+        "--class-bounds=2,1",
+    ])
+    .unwrap();
+    assert_eq!(lo.slice_ns, 100_000);
+    assert_eq!(lo.release_ns, 10_000_000);
+    assert_eq!(lo.net_room_pct, 1);
+    assert_eq!(lo.irq_refresh_ms, 10);
+    assert_eq!(lo.bounds.middle_min, 1);
+
+    let hi = config(&[
+        "--slice-us=100000",
+        "--release-after-ms=3600000",
+        "--net-room-pct=100",
+        "--irq-refresh-ms=60000",
+        "--class-bounds=1000000,999999",
+    ])
+    .unwrap();
+    assert_eq!(hi.slice_ns, 100_000_000);
+    assert_eq!(hi.release_ns, 3_600_000_000_000);
+    assert_eq!(hi.net_room_pct, 100);
+    assert_eq!(hi.irq_refresh_ms, 60_000);
+    assert_eq!(hi.bounds.high_min, INTENS_MAX);
+}
+
+#[test]
+fn other_flags_parse() {
+    let o = opts(&["-v", "--exit-dump-len", "65536", "--help-stats"]);
+    assert!(o.verbose);
+    assert!(o.help_stats);
+    assert_eq!(o.exit_dump_len, 65536);
+}
+
+// ---- --class-bounds ----
+
+#[test]
+fn class_bounds_parse_ok() {
+    assert_eq!(
+        ClassBounds::parse("100000,10000").unwrap(),
+        ClassBounds {
+            high_min: 100_000,
+            middle_min: 10_000
+        }
+    );
+    assert_eq!(
+        ClassBounds::parse(" 20 , 10 ").unwrap(),
+        ClassBounds {
+            high_min: 20,
+            middle_min: 10
+        }
+    );
+    assert_eq!(INTENS_MAX, 1_000_000);
+}
+
+#[test]
+fn class_bounds_errors() {
+    let cases: &[(&str, &[&str])] = &[
+        // out of order and equal
+        ("10,100", &["HIGH_MIN (10)", "MIDDLE_MIN (100)", "greater"]),
+        ("500,500", &["HIGH_MIN (500)", "MIDDLE_MIN (500)"]),
+        // zero and above 10^6
+        ("100,0", &["0 is outside 1..=1000000"]),
+        ("0,0", &["0 is outside 1..=1000000"]),
+        ("1000001,10", &["1000001 is outside 1..=1000000"]),
+        ("99999999999999999999,1", &["is not a number"]),
+        // not numbers
+        ("abc,10", &["'abc' is not a number"]),
+        ("100,1e3", &["'1e3' is not a number"]),
+        ("-5,1", &["'-5' is not a number"]),
+        ("100,", &["'' is not a number"]),
+        // wrong count
+        ("100", &["'100' is not HIGH_MIN,MIDDLE_MIN"]),
+        ("", &["is not HIGH_MIN,MIDDLE_MIN"]),
+        ("3,2,1", &["'3,2,1' is not HIGH_MIN,MIDDLE_MIN"]),
+        ("100;10", &["'100;10' is not HIGH_MIN,MIDDLE_MIN"]),
+    ];
+    for (s, mentions) in cases {
+        let e = ClassBounds::parse(s).expect_err(s);
+        assert_eq!(e.option, "class-bounds");
+        let msg = e.to_string();
+        assert!(msg.starts_with("invalid --class-bounds: "), "{s}: {msg}");
+        for m in *mentions {
+            assert!(msg.contains(m), "{s}: '{msg}' does not mention '{m}'");
+        }
+        // The same error surfaces through the CLI.
+        rejects(&[&format!("--class-bounds={s}")], "class-bounds", mentions);
+    }
+}
+
+// ---- ranges ----
+
+#[test]
+fn slice_us_out_of_range() {
+    rejects(
+        &["--slice-us", "99"],
+        "slice-us",
+        &["99 us", "100..=100000"],
+    );
+    rejects(&["--slice-us", "0"], "slice-us", &["0 us"]);
+    rejects(&["--slice-us", "100001"], "slice-us", &["100001 us"]);
+}
+
+#[test]
+fn release_after_ms_out_of_range() {
+    rejects(
+        &["--release-after-ms", "9"],
+        "release-after-ms",
+        &["9 ms", "10..=3600000"],
+    );
+    rejects(
+        &["--release-after-ms", "3600001"],
+        "release-after-ms",
+        &["3600001 ms"],
+    );
+}
+
+#[test]
+fn net_room_pct_out_of_range() {
+    rejects(
+        &["--net-room-pct", "0"],
+        "net-room-pct",
+        &["0 %", "1..=100"],
+    );
+    rejects(&["--net-room-pct", "101"], "net-room-pct", &["101 %"]);
+}
+
+#[test]
+fn irq_refresh_ms_out_of_range() {
+    rejects(
+        &["--irq-refresh-ms", "9"],
+        "irq-refresh-ms",
+        &["9 ms", "10..=60000"],
+    );
+    rejects(
+        &["--irq-refresh-ms", "60001"],
+        "irq-refresh-ms",
+        &["60001 ms"],
+    );
+}
+
+#[test]
+fn stats_must_be_positive_and_finite() {
+    for v in ["0", "-1", "-0.5", "NaN", "inf", "-inf"] {
+        rejects(
+            &[&format!("--stats={v}")],
+            "stats",
+            &["not a positive number of seconds"],
+        );
+    }
+    assert_eq!(
+        config(&["--stats", "2"]).unwrap().stats_interval_s,
+        Some(2.0)
+    );
+    assert_eq!(
+        config(&["--stats", "0.001"]).unwrap().stats_interval_s,
+        Some(0.001)
+    );
+}
+
+#[test]
+fn bad_nic_names() {
+    rejects(
+        &["--nic", "eth0/1"],
+        "nic",
+        &["'eth0/1' is not an interface name"],
+    );
+    // IFNAMSIZ is 16 including the NUL: 15 characters is the longest name.
+    rejects(
+        &["--nic", "abcdefghijklmnop"],
+        "nic",
+        &["'abcdefghijklmnop'"],
+    );
+    rejects(
+        &["--nic", "eth0,,eth1"],
+        "nic",
+        &["'' is not an interface name"],
+    );
+    rejects(&["--nic", "eth0,x/y"], "nic", &["'x/y'"]);
+    assert_eq!(
+        config(&["--nic", "abcdefghijklmno"]).unwrap().nics,
+        ["abcdefghijklmno"]
+    );
+}
+
+#[test]
+fn first_error_wins_and_names_its_option() {
+    // Several bad values: the report is about one option, not a blend.
+    let e = config(&["--slice-us", "1", "--net-room-pct", "0"]).unwrap_err();
+    assert_eq!(e.option, "slice-us");
+}
+
+// ---- clap itself ----
+
+#[test]
+fn clap_rejects_malformed_values_naming_the_option() {
+    for (args, option) in [
+        (&["--slice-us", "abc"][..], "--slice-us"),
+        (&["--slice-us=-5"][..], "--slice-us"),
+        (&["--net-room-pct", "1.5"][..], "--net-room-pct"),
+        (&["--stats", "soon"][..], "--stats"),
+        (&["--irq-refresh-ms", ""][..], "--irq-refresh-ms"),
+        (&["--exit-dump-len=-1"][..], "--exit-dump-len"),
+    ] {
+        let argv = std::iter::once("scx_miami").chain(args.iter().copied());
+        let e = Opts::try_parse_from(argv).expect_err(&format!("{args:?}"));
+        assert_eq!(e.exit_code(), 2, "{args:?}");
+        let msg = e.to_string();
+        assert!(msg.contains(option), "{args:?}: {msg}");
+    }
+}
+
+#[test]
+fn clap_rejects_unknown_options_and_positionals() {
+    for args in [&["--bogus"][..], &["extra"][..], &["--slice-us"][..]] {
+        let argv = std::iter::once("scx_miami").chain(args.iter().copied());
+        let e = Opts::try_parse_from(argv).expect_err(&format!("{args:?}"));
+        assert_eq!(e.exit_code(), 2, "{args:?}");
+    }
+}
+
+#[test]
+fn clap_definition_is_consistent() {
+    use clap::CommandFactory;
+    Opts::command().debug_assert();
+}

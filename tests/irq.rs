@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Host tests of `miami::irq`: CPU lists, /proc/interrupts parsing, queue kinds, and NIC IRQ
+//! discovery on the fixture sysfs/procfs trees under tests/fixtures.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use miami::irq::{
+    discover, format_cpu_list, irq_affinity, irq_cpus, parse_cpu_list, parse_proc_interrupts, Nic,
+    QueueKind, Roots,
+};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+fn roots(tree: &str) -> Roots {
+    Roots {
+        sys: fixture(tree).join("sys"),
+        proc: fixture(tree).join("proc"),
+    }
+}
+
+fn interrupts(name: &str) -> String {
+    std::fs::read_to_string(fixture("interrupts").join(name)).unwrap()
+}
+
+fn set(cpus: &[usize]) -> BTreeSet<usize> {
+    cpus.iter().copied().collect()
+}
+
+fn nic<'a>(nics: &'a [Nic], name: &str) -> &'a Nic {
+    nics.iter()
+        .find(|n| n.name == name)
+        .unwrap_or_else(|| panic!("{name} not discovered; got {nics:?}"))
+}
+
+// ---- CPU lists ----
+
+#[test]
+fn cpu_list_parses_singles_and_ranges() {
+    assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
+    assert_eq!(parse_cpu_list("0-3").unwrap(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        parse_cpu_list("0-3,8,10-11").unwrap(),
+        vec![0, 1, 2, 3, 8, 10, 11]
+    );
+    assert_eq!(parse_cpu_list("5-5").unwrap(), vec![5]);
+    // sysfs files end in a newline; spaces around items are tolerated.
+    assert_eq!(parse_cpu_list("1,3\n").unwrap(), vec![1, 3]);
+    assert_eq!(parse_cpu_list(" 2 , 4-5 ").unwrap(), vec![2, 4, 5]);
+}
+
+#[test]
+fn cpu_list_empty_is_empty() {
+    assert_eq!(parse_cpu_list("").unwrap(), Vec::<usize>::new());
+    assert_eq!(parse_cpu_list("\n").unwrap(), Vec::<usize>::new());
+    assert_eq!(parse_cpu_list(",").unwrap(), Vec::<usize>::new());
+}
+
+#[test]
+fn cpu_list_rejects_bad_input() {
+    for bad in [
+        "x", "1,x", "3-1", "1-", "-1", "1-2-3", "a-b", "0x1", "1.5", "-",
+    ] {
+        assert!(
+            parse_cpu_list(bad).is_err(),
+            "'{bad}' parsed as {:?}",
+            parse_cpu_list(bad)
+        );
+    }
+    let e = parse_cpu_list("3-1").unwrap_err().to_string();
+    assert!(e.contains("3-1"), "{e}");
+    let e = format!("{:#}", parse_cpu_list("0,zz").unwrap_err());
+    assert!(e.contains("zz"), "{e}");
+}
+
+#[test]
+fn cpu_list_formats_ranges() {
+    assert_eq!(format_cpu_list(&[]), "");
+    assert_eq!(format_cpu_list(&[4]), "4");
+    assert_eq!(format_cpu_list(&[0, 1, 2, 3]), "0-3");
+    assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+    assert_eq!(format_cpu_list(&[1, 3, 5]), "1,3,5");
+    // Unsorted input with duplicates is normalised.
+    assert_eq!(format_cpu_list(&[3, 1, 2, 2, 7, 0]), "0-3,7");
+}
+
+#[test]
+fn cpu_list_round_trips() {
+    for s in ["0", "0-3", "0-3,8,10-11", "1,3,5", "0-1023", "2,4-6,9"] {
+        let cpus = parse_cpu_list(s).unwrap();
+        assert_eq!(format_cpu_list(&cpus), s);
+        assert_eq!(parse_cpu_list(&format_cpu_list(&cpus)).unwrap(), cpus);
+    }
+}
+
+// ---- /proc/interrupts ----
+
+#[test]
+fn proc_interrupts_virtio_guest() {
+    let names = parse_proc_interrupts(&interrupts("virtio-8cpu"));
+    assert_eq!(names[&43], "virtio1-input.0");
+    assert_eq!(names[&44], "virtio1-output.0");
+    assert_eq!(names[&45], "virtio1-input.1");
+    assert_eq!(names[&42], "virtio1-config");
+    assert_eq!(names[&0], "timer");
+    assert_eq!(
+        names.keys().copied().collect::<Vec<_>>(),
+        vec![0, 4, 42, 43, 44, 45, 46, 47],
+        "NMI/LOC/RES/ERR/MIS rows must be skipped"
+    );
+}
+
+#[test]
+fn proc_interrupts_i40e() {
+    let names = parse_proc_interrupts(&interrupts("i40e-4cpu"));
+    assert_eq!(names[&120], "i40e-0000:3b:00.0:misc");
+    for q in 0..4u32 {
+        assert_eq!(names[&(121 + q)], format!("i40e-eth0-TxRx-{q}"));
+    }
+    assert_eq!(names[&130], "eth1-TxRx-0");
+    assert_eq!(names[&131], "eth1-TxRx-1");
+    assert_eq!(names.len(), 8);
+}
+
+#[test]
+fn proc_interrupts_mlx5() {
+    let names = parse_proc_interrupts(&interrupts("mlx5-4cpu"));
+    assert_eq!(names[&98], "mlx5_async0@pci:0000:3b:00.0");
+    assert_eq!(names[&99], "mlx5_comp0@pci:0000:3b:00.0");
+    assert_eq!(names[&102], "mlx5_comp3@pci:0000:3b:00.0");
+    assert_eq!(names.len(), 5);
+}
+
+#[test]
+fn proc_interrupts_legacy_shared_line_keeps_last_name() {
+    let names = parse_proc_interrupts(&interrupts("legacy-2cpu"));
+    assert_eq!(names[&10], "eth0");
+    // "uhci_hcd:usb1, eth1": the last action on the line.
+    assert_eq!(names[&11], "eth1");
+    assert_eq!(names.len(), 3);
+}
+
+#[test]
+fn proc_interrupts_degenerate_input() {
+    assert!(parse_proc_interrupts("").is_empty());
+    assert!(parse_proc_interrupts("           CPU0       CPU1\n").is_empty());
+    // A row with counts but nothing after them has no name.
+    let names = parse_proc_interrupts("   CPU0\n  7:   3\n  8:   1  IO-APIC  8-edge  rtc0\n");
+    assert_eq!(names.len(), 1);
+    assert_eq!(names[&8], "rtc0");
+}
+
+// ---- queue kinds ----
+
+#[test]
+fn queue_kind_from_real_names() {
+    use QueueKind::*;
+    let cases = [
+        ("virtio1-input.0", Rx),
+        ("virtio0-input.15", Rx),
+        ("virtio1-output.0", Tx),
+        ("virtio1-config", Other),
+        ("virtio0-virtqueues", Other),
+        ("i40e-eth0-TxRx-0", Combined),
+        ("ice-ens1f0-TxRx-12", Combined),
+        ("eth0-TxRx-3", Combined),
+        ("mlx5_comp0@pci:0000:3b:00.0", Combined),
+        ("mlx5_comp23@pci:0000:af:00.1", Combined),
+        ("mlx5_async0@pci:0000:3b:00.0", Other),
+        ("eth0-rx-0", Rx),
+        ("eth0-tx-0", Tx),
+        ("enp1s0-rx-1", Rx),
+        ("rx-0", Rx),
+        ("tx-0", Tx),
+        ("enp5s0-combined-0", Combined),
+        ("i40e-0000:3b:00.0:misc", Other),
+        ("eth0", Other),
+        ("timer", Other),
+        ("", Other),
+    ];
+    for (name, kind) in cases {
+        assert_eq!(QueueKind::from_name(name), kind, "{name}");
+    }
+}
+
+#[test]
+fn queue_kind_receives() {
+    assert!(QueueKind::Rx.receives());
+    assert!(QueueKind::Combined.receives());
+    assert!(!QueueKind::Tx.receives());
+    assert!(!QueueKind::Other.receives());
+}
+
+#[test]
+fn queue_kinds_of_every_fixture_name() {
+    // Every queue vector in the samples is classified; only management vectors are Other.
+    for (file, receivers) in [
+        ("virtio-8cpu", vec![43, 45]),
+        ("i40e-4cpu", vec![121, 122, 123, 124, 130, 131]),
+        ("mlx5-4cpu", vec![99, 100, 101, 102]),
+    ] {
+        let got: Vec<u32> = parse_proc_interrupts(&interrupts(file))
+            .into_iter()
+            .filter(|(_, n)| QueueKind::from_name(n).receives())
+            .map(|(irq, _)| irq)
+            .collect();
+        assert_eq!(got, receivers, "{file}");
+    }
+}
+
+// ---- discovery on the fixture tree ----
+
+#[test]
+fn discover_finds_nics_with_irqs_and_skips_virtual() {
+    let nics = discover(&roots("host"), &[]).unwrap();
+    let names: Vec<&str> = nics.iter().map(|n| n.name.as_str()).collect();
+    // Sorted by name; lo and veth0 have no device and are left out.
+    assert_eq!(names, ["enp0s10", "eth0", "eth1"]);
+    assert_eq!(nic(&nics, "enp0s10").ifindex, 3);
+    assert_eq!(nic(&nics, "eth0").ifindex, 2);
+    assert_eq!(nic(&nics, "eth1").ifindex, 4);
+}
+
+#[test]
+fn discover_virtio_uses_parent_msi_irqs() {
+    let nics = discover(&roots("host"), &[]).unwrap();
+    let v = nic(&nics, "enp0s10");
+    let irqs: Vec<(u32, &str, QueueKind)> = v
+        .irqs
+        .iter()
+        .map(|i| (i.irq, i.name.as_str(), i.kind))
+        .collect();
+    assert_eq!(
+        irqs,
+        [
+            (42, "virtio1-config", QueueKind::Other),
+            (43, "virtio1-input.0", QueueKind::Rx),
+            (44, "virtio1-output.0", QueueKind::Tx),
+            (45, "virtio1-input.1", QueueKind::Rx),
+            (46, "virtio1-output.1", QueueKind::Tx),
+        ]
+    );
+    // input.0 -> CPU 1 (effective), input.1 -> 2-3 (smp_affinity_list only).
+    assert_eq!(v.rx_cpus(), set(&[1, 2, 3]));
+}
+
+#[test]
+fn discover_multiqueue_nic() {
+    let nics = discover(&roots("host"), &[]).unwrap();
+    let e = nic(&nics, "eth0");
+    assert_eq!(
+        e.irqs.iter().map(|i| i.irq).collect::<Vec<_>>(),
+        [120, 121, 122, 123, 124]
+    );
+    assert_eq!(e.irqs[0].kind, QueueKind::Other, "misc vector is no queue");
+    assert_eq!(e.irqs[0].cpus, [0]);
+    for (q, i) in e.irqs[1..].iter().enumerate() {
+        assert_eq!(i.name, format!("i40e-eth0-TxRx-{q}"));
+        assert_eq!(i.kind, QueueKind::Combined);
+        // effective_affinity_list (one CPU) wins over smp_affinity_list (4-7).
+        assert_eq!(i.cpus, [4 + q]);
+    }
+    assert_eq!(e.rx_cpus(), set(&[4, 5, 6, 7]));
+}
+
+#[test]
+fn discover_legacy_irq_is_combined() {
+    let nics = discover(&roots("host"), &[]).unwrap();
+    let l = nic(&nics, "eth1");
+    assert_eq!(l.irqs.len(), 1);
+    assert_eq!(l.irqs[0].irq, 10);
+    assert_eq!(l.irqs[0].name, "eth1");
+    // No queue names at all: the single vector carries receives.
+    assert_eq!(l.irqs[0].kind, QueueKind::Combined);
+    // Empty effective_affinity_list falls back to smp_affinity_list.
+    assert_eq!(l.irqs[0].cpus, [6]);
+    assert_eq!(l.rx_cpus(), set(&[6]));
+}
+
+#[test]
+fn affinity_prefers_effective_and_falls_back() {
+    let r = roots("host");
+    assert_eq!(irq_affinity(&r, 43), [1], "effective over smp 0-7");
+    assert_eq!(irq_affinity(&r, 45), [2, 3], "no effective file");
+    assert_eq!(irq_affinity(&r, 10), [6], "empty effective file");
+    assert_eq!(irq_affinity(&r, 9999), Vec::<usize>::new(), "no such IRQ");
+}
+
+#[test]
+fn discover_with_nic_filter() {
+    let r = roots("host");
+    let only = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+    let nics = discover(&r, &only(&["eth0"])).unwrap();
+    assert_eq!(nics.len(), 1);
+    assert_eq!(nics[0].name, "eth0");
+    assert_eq!(irq_cpus(&nics), set(&[4, 5, 6, 7]));
+
+    let nics = discover(&r, &only(&["enp0s10", "eth1"])).unwrap();
+    assert_eq!(
+        nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+        ["enp0s10", "eth1"]
+    );
+    assert_eq!(irq_cpus(&nics), set(&[1, 2, 3, 6]));
+
+    // A known interface without IRQs is accepted and simply contributes nothing.
+    assert!(discover(&r, &only(&["lo"])).unwrap().is_empty());
+}
+
+#[test]
+fn discover_unknown_nic_is_named_in_the_error() {
+    let r = roots("host");
+    let e = discover(&r, &["eth0".into(), "bogus9".into()]).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.contains("--nic bogus9"), "{msg}");
+    // The message lists what does exist so the user can correct the name.
+    for have in ["enp0s10", "eth0", "eth1", "lo", "veth0"] {
+        assert!(msg.contains(have), "{msg}");
+    }
+}
+
+#[test]
+fn discover_missing_roots_is_an_error() {
+    let r = Roots {
+        sys: fixture("does-not-exist/sys"),
+        proc: fixture("does-not-exist/proc"),
+    };
+    let msg = format!("{:#}", discover(&r, &[]).unwrap_err());
+    assert!(msg.contains("interrupts"), "{msg}");
+}
+
+#[test]
+fn irq_cpus_is_the_union_of_receive_cpus() {
+    let nics = discover(&roots("host"), &[]).unwrap();
+    // Tx-only (virtio output, CPU 3 is also an rx CPU via input.1) and management vectors
+    // (CPU 0) do not count.
+    assert_eq!(irq_cpus(&nics), set(&[1, 2, 3, 4, 5, 6, 7]));
+    assert!(irq_cpus(&[]).is_empty());
+}
+
+#[test]
+fn roots_default_is_the_live_system() {
+    let r = Roots::default();
+    assert_eq!(r.sys, Path::new("/sys"));
+    assert_eq!(r.proc, Path::new("/proc"));
+}
+
+/// An INTx NIC behind a PCIe root port: the port's own MSI vector (PME/hotplug) sits in the
+/// NIC's parent directory and must not be taken for the NIC's IRQ; the NIC's legacy `irq`
+/// file is the right answer.
+#[test]
+fn discover_intx_nic_behind_pcie_port() {
+    let nics = discover(&roots("intx-behind-port"), &[]).unwrap();
+    let e = nic(&nics, "eth2");
+    assert_eq!(e.irqs.iter().map(|i| i.irq).collect::<Vec<_>>(), [16]);
+    assert_eq!(e.rx_cpus(), set(&[1]));
+}

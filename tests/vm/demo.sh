@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make demo`, guest side: the default guest (8 vCPUs, LLCs 0-3 / 4-7, NIC A's IRQ on CPU 1,
+# NIC B's on CPU 5) runs scx_miami under a short network workload over both NIC pairs. Prints
+# scx_miami's live stats while it runs, then a placement summary from the neutral probe (where
+# the receivers ran, per tier of their own NIC's IRQ CPU), and stops the scheduler cleanly.
+set -euo pipefail
+source "$(dirname "$0")/guest/lib.sh"
+T_NAME=demo
+
+net_default
+log "NIC A $NIC_A: receive IRQ $IRQ_A -> CPU 1; NIC B $NIC_B: receive IRQ $IRQ_B -> CPU 5"
+log "LLCs: $(cat /sys/devices/system/cpu/cpu{0,4}/cache/index3/shared_cpu_list | paste -sd' ')"
+sched_start --stats 2
+tail -n +1 -f "$SCHED_LOG" &
+tailer=$!
+log "workload: 2 iperf3 receivers per NIC pair for 12 s"
+receivers_run demo 2 2 12 >/tmp/demo-run.txt
+sleep 0.5
+kill "$tailer" 2>/dev/null || true
+if sched_stop; then log "scx_miami stopped: exit 0, sched_ext $(sched_state)"; else fail "stop"; fi
+echo
+echo "=== placement summary (neutral probe; core = the NIC's IRQ CPU, cache = its LLC siblings)"
+cat /tmp/demo-run.txt
+echo
+for i in 0 1 2 3; do
+	printf 'client %d: ' "$i"
+	grep -E 'receiver' "/tmp/demo-cl$i.out" | tail -n1 | awk '{ print $(NF-2), $(NF-1) }'
+done
+cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)'
+check_ge "receivers core+cache %" "$(jget /tmp/demo.json "$cc")" 90
+finish

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Issue test 5 (MiAMI step 1, release): a bulk sender on pair A (ACKs -> CPU 1) runs in the
+# core+cache tier while it sends; then it stops sending but keeps working and waking up. After
+# --release-after-ms (300) it is released: the counter says so, and its placements are normal
+# again, which in scx_miami means away from the IRQ CPUs (it leaves CPU 1).
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+net_default
+bg ip netns exec cli "$PACER" sink 7001
+sleep 0.5
+sched_start --release-after-ms 300
+"$PACER" send "$ADDR_A_CLI" 7001 0 4 1024 5 >/tmp/pacer.out &
+pid=$!
+sleep 1
+$PROBE --pids "$pid" --irq-cpu 1 --duration 2.5 --hz 100 --probe-cpu "$PROBE_CPU" --json \
+	>/tmp/sending.json 2>/tmp/sending.txt || true
+sleep 1.5 # sending ends at 4 s; released 0.3 s later
+$PROBE --pids "$pid" --irq-cpu 1 --duration 3 --hz 100 --probe-cpu "$PROBE_CPU" --json \
+	>/tmp/quiet.json 2>/tmp/quiet.txt || true
+wait "$pid" || fail "pacer exit"
+sched_stop || fail "sched_stop"
+echo "--- sending:"; cat /tmp/sending.txt; echo "--- quiet:"; cat /tmp/quiet.txt
+
+cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)'
+check_ge "while sending: core+cache %" "$(jget /tmp/sending.json "$cc")" 80
+check_ge "releases counter" "$(stats_total releases)" 1
+check_ge "quiet phase runtime ms" "$(jget /tmp/quiet.json "d['total']['runtime_ns'] / 1e6")" 300
+check_le "released: share on IRQ CPU 1 %" "$(jget /tmp/quiet.json "round(100 * d['total']['tiers']['core'], 1)")" 20
+finish

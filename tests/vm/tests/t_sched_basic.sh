@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest test, every kernel of the matrix: the BPF object passes the verifier and the scheduler
+# goes enabled -> disabled cleanly; it finds the pinned IRQ CPUs; the TCP probes fire; a second
+# instance is refused with a clear message; bad options exit 2 before touching the kernel.
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+net_default
+bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
+
+set +e
+"$bin" --class-bounds 10,20 >/tmp/bad.out 2>&1; rc=$?
+set -e
+check_eq "bad --class-bounds exit code" "$rc" 2
+grep -q -- "--class-bounds" /tmp/bad.out && pass "message names --class-bounds" || fail "message: $(cat /tmp/bad.out)"
+check_eq "state after bad option" "$(sched_state)" disabled
+
+if sched_start --stats 1; then pass "enabled, ops $(sched_ops)"; else fail "scheduler did not start"; fi
+iperf_server 5201 "$ADDR_A_SRV"
+iperf_client cli "$ADDR_A_SRV" 5201 2 >/dev/null
+grep -q "IRQ CPUs: 1,5" "$SCHED_LOG" && pass "IRQ CPUs 1,5 found" ||
+	fail "IRQ CPUs: $(grep 'IRQ CPUs' "$SCHED_LOG" || echo none)"
+
+set +e
+"$bin" >/tmp/second.out 2>&1; rc=$?
+set -e
+check_eq "second instance exit code" "$rc" 1
+grep -q "another sched_ext scheduler is already running" /tmp/second.out &&
+	pass "second instance says another scheduler is running" || fail "second instance: $(tail -2 /tmp/second.out)"
+
+sleep 1.2
+if sched_stop; then pass "stopped with exit 0, state disabled"; else fail "sched_stop"; fi
+grep -q "EXIT: unregistered from user space" "$SCHED_LOG" && pass "exit reason reported" ||
+	fail "no exit reason in log"
+check_ge "probe_recv calls" "$(stats_total probe_recv)" 10
+check_ge "sockets tracked" "$(stats_total socks_tracked)" 1
+finish

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pacer: a TCP load generator with a fixed delay between send() calls, for the VM tests (the
+ * MiAMI paper's Table III workloads: 50 us, 20 us, bulk). iperf3 cannot pace individual calls.
+ *
+ *   pacer sink PORT                     accept connections, read each until EOF (one child per
+ *                                       connection)
+ *   pacer send HOST PORT DELAY_US SECS [SIZE] [QUIET_SECS]
+ *                                       connect, then for SECS: send SIZE bytes (default 1024),
+ *                                       busy-wait DELAY_US (0 = bulk); then, if QUIET_SECS is
+ *                                       given, stay that long without sending but keep working
+ *                                       and waking up (200 us of CPU, 500 us asleep, repeated):
+ *                                       a task that stopped communicating, for the release test
+ *
+ * The delay is a busy-wait on CLOCK_MONOTONIC: TCG guest timers overshoot by ~1 ms, so sleeping
+ * would not pace. At the end of the sending phase `send` prints one line to stdout:
+ *   pacer: tid T calls N mean_interval_us X intens Y
+ * where X is the measured mean time between the starts of two send() calls and Y = 10^6 / X
+ * clamped to 1..10^6, the paper's intensiveness for the interval really achieved.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void busy_until(double t)
+{
+	while (now_us() < t)
+		;
+}
+
+static int sink(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
+	char buf[65536];
+
+	signal(SIGCHLD, SIG_IGN);
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 64)) {
+		perror("pacer sink: bind/listen");
+		return 1;
+	}
+	for (;;) {
+		int c = accept(ls, NULL, NULL);
+
+		if (c < 0)
+			continue;
+		if (fork() == 0) {
+			close(ls);
+			while (read(c, buf, sizeof(buf)) > 0)
+				;
+			_exit(0);
+		}
+		close(c);
+	}
+}
+
+static int send_paced(const char *host, int port, double delay_us, double secs, size_t size,
+		      double quiet_secs)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	double start, end, first = 0, last = 0, intv, intens;
+	unsigned long calls = 0;
+	char *buf = calloc(1, size);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (!buf || inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+		fprintf(stderr, "pacer send: bad host %s\n", host);
+		return 2;
+	}
+	if (connect(s, (struct sockaddr *)&a, sizeof(a))) {
+		perror("pacer send: connect");
+		return 1;
+	}
+	start = now_us();
+	end = start + secs * 1e6;
+	while ((last = now_us()) < end) {
+		if (!calls)
+			first = last;
+		if (send(s, buf, size, 0) < 0) {
+			perror("pacer send: send");
+			return 1;
+		}
+		calls++;
+		if (delay_us > 0)
+			busy_until(now_us() + delay_us);
+	}
+	intv = calls > 1 ? (last - first) / (calls - 1) : 1e6;
+	intens = 1e6 / (intv < 1 ? 1 : intv > 1e6 ? 1e6 : intv);
+	printf("pacer: tid %d calls %lu mean_interval_us %.2f intens %.0f\n", gettid(), calls,
+	       intv, intens);
+	fflush(stdout);
+	for (end = now_us() + quiet_secs * 1e6; now_us() < end;) {
+		busy_until(now_us() + 200);
+		usleep(500);
+	}
+	close(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "sink"))
+		return sink(atoi(argv[2]));
+	if (argc >= 6 && argc <= 8 && !strcmp(argv[1], "send"))
+		return send_paced(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]),
+				  argc > 6 ? strtoul(argv[6], NULL, 0) : 1024,
+				  argc > 7 ? atof(argv[7]) : 0);
+	fprintf(stderr, "usage: pacer sink PORT | pacer send HOST PORT DELAY_US SECS [SIZE] [QUIET_SECS]\n");
+	return 2;
+}
