@@ -79,8 +79,9 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now)
 	nt->tier = taskc->tier;
 }
 
-/* Window over which intensiveness is averaged. Default 100 ms: many bursts long, and short
- * enough that a change of pattern shows within one agent period. */
+/* Window over which intensiveness is averaged (--intens-window-ms). Default 100 ms: many bursts
+ * long on real hardware, and a change of pattern shows within one agent period. Too short and
+ * it swings with each burst (under TCG a 100 ms window swings by 2x). */
 const volatile u64 intens_win_ns = 100000000;
 
 /* 10^6 / mean interval in us over a window of @elapsed_ns holding @calls intervals. */

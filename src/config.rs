@@ -69,6 +69,7 @@ impl ClassBounds {
 pub struct Config {
     pub slice_ns: u64,
     pub release_ns: u64,
+    pub intens_win_ns: u64,
     pub bounds: ClassBounds,
     pub net_room_pct: u32,
     pub nics: Vec<String>,
@@ -90,6 +91,7 @@ impl Config {
     pub fn from_opts(o: &Opts) -> Result<Self, Invalid> {
         let slice_us = in_range("slice-us", o.slice_us, 100, 100_000, "us")?;
         let release_ms = in_range("release-after-ms", o.release_after_ms, 10, 3_600_000, "ms")?;
+        let win_ms = in_range("intens-window-ms", o.intens_window_ms, 10, 10_000, "ms")?;
         let room = in_range("net-room-pct", o.net_room_pct as u64, 1, 100, "%")? as u32;
         let irq_refresh_ms = in_range("irq-refresh-ms", o.irq_refresh_ms, 10, 60_000, "ms")?;
         if let Some(s) = o.stats {
@@ -113,6 +115,7 @@ impl Config {
         Ok(Self {
             slice_ns: slice_us * 1000,
             release_ns: release_ms * 1_000_000,
+            intens_win_ns: win_ms * 1_000_000,
             bounds: ClassBounds::parse(&o.class_bounds)?,
             net_room_pct: room,
             nics: o.nic.clone(),

@@ -45,6 +45,13 @@ pub struct Opts {
     )]
     pub class_bounds: String,
 
+    /// Window over which a connection's intensiveness is averaged, in milliseconds.
+    ///
+    /// Intensiveness = 10^6 / (window length / calls in it, in us). Longer windows are steadier
+    /// under bursty traffic; shorter ones follow a change of pattern sooner. Range 10..=10000.
+    #[arg(long, default_value_t = 100)]
+    pub intens_window_ms: u64,
+
     /// Network load, in percent of one CPU, up to which a CPU takes one more network task.
     ///
     /// Higher packs more network tasks onto an IRQ CPU before spilling to its LLC siblings;

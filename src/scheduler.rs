@@ -103,6 +103,7 @@ impl<'a> Scheduler<'a> {
         rodata.cpu_llc[..llcs.cpu_llc.len()].copy_from_slice(&llcs.cpu_llc);
         rodata.slice_ns = cfg.slice_ns;
         rodata.release_ns = cfg.release_ns;
+        rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.

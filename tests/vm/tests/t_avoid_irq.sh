@@ -12,7 +12,7 @@ run() {
 	bg stress-ng --cpu 4 --timeout 7 --quiet
 	local hogs=$BG_PID
 	sleep 1.5
-	$PROBE --pids "$(pgrep -d, -f stress-ng-cpu)" --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
+	$PROBE --pids "$(pgrep -d, -P "$hogs")" --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
 		--json >"/tmp/$1.json" 2>"/tmp/$1.txt" || true
 	wait "$hogs" 2>/dev/null || true
 	echo "--- $1:"; cat "/tmp/$1.txt"

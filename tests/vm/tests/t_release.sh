@@ -12,15 +12,18 @@ net_default
 bg ip netns exec cli "$PACER" sink 7001
 sleep 0.5
 sched_start --release-after-ms 300
-"$PACER" send "$ADDR_A_CLI" 7001 0 4 1024 5 >/tmp/pacer.out &
+"$PACER" send "$ADDR_A_CLI" 7001 0 4 1024 30 >/tmp/pacer.out &
 pid=$!
 sleep 1
 $PROBE --pids "$pid" --irq-cpu 1 --duration 2.5 --hz 100 --probe-cpu "$PROBE_CPU" --json \
 	>/tmp/sending.json 2>/tmp/sending.txt || true
-sleep 1.5 # sending ends at 4 s; released 0.3 s later
+# The pacer prints its summary when it stops sending; released 0.3 s later.
+for i in $(seq 200); do [[ -s /tmp/pacer.out ]] && break; sleep 0.1; done
+check_eq "pacer still running after sending" "$(kill -0 "$pid" && echo yes)" yes
+sleep 1
 $PROBE --pids "$pid" --irq-cpu 1 --duration 3 --hz 100 --probe-cpu "$PROBE_CPU" --json \
 	>/tmp/quiet.json 2>/tmp/quiet.txt || true
-wait "$pid" || fail "pacer exit"
+kill "$pid"
 sched_stop || fail "sched_stop"
 echo "--- sending:"; cat /tmp/sending.txt; echo "--- quiet:"; cat /tmp/quiet.txt
 
