@@ -125,12 +125,17 @@ static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 /* LLC of @cpu; an impossible id for an invalid CPU, so it matches no real LLC. */
 static u32 llc_of(s32 cpu)
 {
-	u32 idx = cpu;
+	u64 idx = (u32)cpu;
 
 	if (idx >= MIAMI_MAX_CPUS)
 		return (u32)-1;
-	/* The mask is a no-op for the verifier's sake: clang may reload idx unbounded. */
-	return cpu_llc[idx & (MIAMI_MAX_CPUS - 1)];
+	/*
+	 * A no-op mask the compiler must keep (barrier_var): older verifiers (6.12) lose the bound
+	 * of a 32-bit result (e.g. of a modulo) and reject the array index without it.
+	 */
+	barrier_var(idx);
+	idx &= MIAMI_MAX_CPUS - 1;
+	return cpu_llc[idx];
 }
 
 static const struct cpumask *llc_span(s32 cpu)
