@@ -32,8 +32,9 @@
  * Tasks without task_ctx, without a known IRQ CPU, or silent for longer than release_ns (paper
  * step 1, "release") are placed normally: the previous CPU if it is idle and not an IRQ CPU,
  * then any idle CPU that is not an IRQ CPU, then the kernel's default idle pick; if nothing is
- * idle they wait in the shared vtime DSQ. Keeping IRQ CPUs free is what leaves room for the
- * network work that MiAMI wants there.
+ * idle they wait in the shared vtime DSQ. An IRQ CPU does not take them from the shared DSQ,
+ * nor keep running one past its slice, while a non-IRQ CPU is idle: it kicks that CPU instead.
+ * Keeping IRQ CPUs free is what leaves room for the network work that MiAMI wants there.
  *
  * 3. Queues and fairness
  *
@@ -45,10 +46,15 @@
  * CPU (scx PR #2943, issues #2879/#2825): the task goes to the target's own DSQ and the
  * target's ops.dispatch() moves it, which validates the task's affinity on that CPU.
  *
- * Work conservation: a CPU with nothing in its own or the shared DSQ pulls from an LLC
- * sibling's per-CPU DSQ, then from CPUs in other LLCs whose DSQ holds more than one task (the
- * first one is left for its owner, which will run it soon). Slices are bounded, so every DSQ is
- * drained and the watchdog does not fire.
+ * Work conservation: a CPU whose own DSQ is empty first takes an LLC sibling's backlog (a
+ * sibling DSQ with two or more tasks, if its head is older than the shared DSQ's), then the
+ * shared DSQ, then any LLC sibling's task, then tasks from CPUs in other LLCs whose DSQ holds
+ * more than one (the first is left for its owner, which will run it soon). Slices are bounded,
+ * so every DSQ is drained and the watchdog does not fire.
+ *
+ * Overload: a network task with no room in its LLC goes to another tier only if a CPU there is
+ * idle; with every CPU busy it queues in its LLC anyway (llc_fallback_cpu()), since moving
+ * would only trade a warm cache for an equally busy CPU.
  *
  * 4. Compatibility
  *
@@ -286,6 +292,54 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 	return -1;
 }
 
+/*
+ * No room anywhere in @taskc's LLC and no idle CPU elsewhere either: moving to another tier
+ * would buy nothing but a cold cache, so queue in the LLC after all, on the previous CPU if it
+ * is there, else on the IRQ CPU. LLC siblings that go idle pull from there. -1 if neither may
+ * run @p.
+ */
+static s32 llc_fallback_cpu(const struct task_struct *p, struct task_ctx *taskc, s32 prev_cpu)
+{
+	if (llc_of(prev_cpu) == llc_of(taskc->irq_cpu) && cpu_allowed(p, prev_cpu))
+		return prev_cpu;
+	if (cpu_allowed(p, taskc->irq_cpu))
+		return taskc->irq_cpu;
+	return -1;
+}
+
+/*
+ * Claim an idle CPU that takes no NIC IRQ and kick it, so it picks up non-network work that an
+ * IRQ CPU would otherwise take. False if there is none.
+ */
+static bool kick_idle_non_irq(void)
+{
+	struct bpf_cpumask *non_irq = non_irq_cpumask;
+	s32 cpu;
+
+	if (!non_irq)
+		return false;
+	cpu = scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0);
+	if (cpu < 0)
+		return false;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
+}
+
+/* Is the task running on @cpu a network task? */
+static bool cpuc_cur_net(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->cur_net;
+}
+
+static bool is_irq_cpu(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->is_irq;
+}
+
 /* Normal placement: an idle CPU that is not an IRQ CPU if there is one. */
 static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *idle)
 {
@@ -325,8 +379,16 @@ s32 BPF_STRUCT_OPS(miami_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wa
 
 	if (is_net_task(taskc, now)) {
 		cpu = pick_net_cpu(p, taskc, prev_cpu, now, &idle);
-		if (cpu < 0)
+		if (cpu < 0) {
+			/* Tier other only for an idle CPU; with none, stay in the LLC. */
 			cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
+			if (!idle) {
+				s32 llc_cpu = llc_fallback_cpu(p, taskc, prev_cpu);
+
+				if (llc_cpu >= 0)
+					cpu = llc_cpu;
+			}
+		}
 	} else {
 		cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
 	}
@@ -387,6 +449,8 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 			bool idle;
 			s32 pick = pick_net_cpu(p, taskc, cpu, now, &idle);
 
+			if (pick < 0)
+				pick = llc_fallback_cpu(p, taskc, cpu);
 			if (pick >= 0) {
 				cpu = pick;
 				tier = tier_of(cpu, taskc->irq_cpu);
@@ -405,7 +469,7 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	/*
 	 * A wakeup that skipped select_cpu(): wake an idle CPU for it. Not on re-enqueue after a
 	 * slice expired: the CPU it ran on dispatches next anyway, and kicking another would only
-	 * migrate it.
+	 * migrate it -- unless that CPU is an IRQ CPU, which hands the task to a free non-IRQ CPU.
 	 */
 	if ((enq_flags & SCX_ENQ_WAKEUP) && !__COMPAT_is_enq_cpu_selected(enq_flags)) {
 		bool idle;
@@ -413,6 +477,8 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = pick_normal_cpu(p, cpu, 0, &idle);
 		if (idle)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	} else if (is_irq_cpu(cpu) && all_cpus_allowed(p)) {
+		kick_idle_non_irq();
 	}
 }
 
@@ -432,6 +498,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
 	u32 my_llc = llc_of(cpu), i;
+	bool irq_cpu;
 	s32 other;
 
 	own = __COMPAT_scx_bpf_dsq_peek(cpu);
@@ -442,7 +509,34 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 		}
 	}
-	if (shared && scx_bpf_dsq_move_to_local(MIAMI_DSQ_SHARED, 0)) {
+	/*
+	 * Own DSQ empty: a sibling's backlog of network tasks (two or more queued, so the sibling
+	 * keeps one) comes before the shared DSQ when it is older, so an overloaded IRQ CPU's queue
+	 * spreads over its LLC rather than leaving the LLC.
+	 */
+	if (!own) {
+		bpf_for(i, 1, nr_cpu_ids) {
+			struct task_struct *head;
+
+			other = (cpu + i) % nr_cpu_ids;
+			if (llc_of(other) != my_llc || scx_bpf_dsq_nr_queued(other) < 2)
+				continue;
+			head = __COMPAT_scx_bpf_dsq_peek(other);
+			if (head && (!shared || head->scx.dsq_vtime <= shared->scx.dsq_vtime) &&
+			    scx_bpf_dsq_move_to_local(other, 0)) {
+				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
+				return;
+			}
+			break;
+		}
+	}
+	/*
+	 * An IRQ CPU leaves non-network work to a free non-IRQ CPU (kicked here), so its own time
+	 * stays for softirq and network tasks.
+	 */
+	irq_cpu = is_irq_cpu(cpu);
+	if (shared && !(irq_cpu && kick_idle_non_irq()) &&
+	    scx_bpf_dsq_move_to_local(MIAMI_DSQ_SHARED, 0)) {
 		stat_inc(MIAMI_STAT_DSP_SHARED);
 		return;
 	}
@@ -467,8 +561,9 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 		}
 	}
 
-	/* Nothing else to run: let @prev go on. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+	/* Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
+	    !(irq_cpu && !cpuc_cur_net(cpu) && kick_idle_non_irq()))
 		prev->scx.slice = slice_ns;
 }
 

@@ -3,7 +3,7 @@
 //! converted here (us/ms -> ns) and nowhere else. A bad value is an `Invalid` error whose
 //! message names the option; the binary exits 2 on it.
 
-use crate::opts::Opts;
+use crate::opts::{Opts, OutputFormat};
 use std::fmt;
 
 pub const INTENS_MAX: u32 = crate::bpf_intf::miami_consts_MIAMI_INTENS_MAX as u32;
@@ -75,6 +75,19 @@ pub struct Config {
     pub nics: Vec<String>,
     pub irq_refresh_ms: u64,
     pub stats_interval_s: Option<f64>,
+    /// --monitor: read a running instance's stats instead of scheduling.
+    pub monitor_interval_s: Option<f64>,
+    pub format: OutputFormat,
+}
+
+fn positive_secs(option: &'static str, v: Option<f64>) -> Result<(), Invalid> {
+    match v {
+        Some(s) if !(s.is_finite() && s > 0.0) => Err(Invalid {
+            option,
+            reason: format!("{s} is not a positive number of seconds"),
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn in_range(option: &'static str, v: u64, lo: u64, hi: u64, unit: &str) -> Result<u64, Invalid> {
@@ -94,13 +107,22 @@ impl Config {
         let win_ms = in_range("intens-window-ms", o.intens_window_ms, 10, 10_000, "ms")?;
         let room = in_range("net-room-pct", o.net_room_pct as u64, 1, 100, "%")? as u32;
         let irq_refresh_ms = in_range("irq-refresh-ms", o.irq_refresh_ms, 10, 60_000, "ms")?;
-        if let Some(s) = o.stats {
-            if !(s.is_finite() && s > 0.0) {
-                return Err(Invalid {
-                    option: "stats",
-                    reason: format!("{s} is not a positive number of seconds"),
-                });
-            }
+        positive_secs("stats", o.stats)?;
+        positive_secs("monitor", o.monitor)?;
+        if o.monitor.is_some() && o.stats.is_some() {
+            return Err(Invalid {
+                option: "monitor",
+                reason: "cannot be combined with --stats (--stats prints from the scheduler \
+                         itself; --monitor reads another running instance)"
+                    .into(),
+            });
+        }
+        let format = o.format.unwrap_or_default();
+        if format == OutputFormat::Openmetrics && o.monitor.is_none() {
+            return Err(Invalid {
+                option: "format",
+                reason: "openmetrics is only valid with --monitor SECS".into(),
+            });
         }
         if let Some(n) = o
             .nic
@@ -121,6 +143,8 @@ impl Config {
             nics: o.nic.clone(),
             irq_refresh_ms,
             stats_interval_s: o.stats,
+            monitor_interval_s: o.monitor,
+            format,
         })
     }
 }

@@ -4,6 +4,8 @@
 
 use clap::Parser;
 
+pub use crate::stats::OutputFormat;
+
 /// scx_miami: MiAMI network-affinity scheduler for sched_ext.
 ///
 /// Places each TCP task near the CPU that handles its NIC's interrupts and softirq (tier
@@ -75,6 +77,20 @@ pub struct Opts {
     /// Print statistics every N seconds while running.
     #[arg(long, value_name = "SECS")]
     pub stats: Option<f64>,
+
+    /// Print the statistics of a running scx_miami every N seconds, instead of scheduling.
+    ///
+    /// Reads the stats socket (/var/run/scx/root/stats, root only); exits 1 if no scx_miami is
+    /// running. Cannot be combined with --stats.
+    #[arg(long, value_name = "SECS")]
+    pub monitor: Option<f64>,
+
+    /// Output format of --monitor: text (the --stats report) or openmetrics.
+    ///
+    /// openmetrics prints counters as totals since the scheduler started, `# EOF` after each
+    /// scrape; only valid with --monitor.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<OutputFormat>,
 
     /// Print every statistic with its description, then exit.
     #[arg(long)]

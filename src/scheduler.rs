@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Loads, configures and runs the BPF scheduler: rodata from the validated config and the
 //! topology, the IRQ CPU mask from the NIC IRQ map, then a run loop that refreshes the IRQ map,
-//! prints stats and ends on shutdown or when the kernel ejects the scheduler.
+//! answers the stats server, prints stats and ends on shutdown or when the kernel ejects the
+//! scheduler.
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
 use log::{info, warn};
+use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,11 +22,15 @@ use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_tas
 use crate::bpf_skel::*;
 use crate::config::Config;
 use crate::irq::{self, format_cpu_list, Roots};
-use crate::stats::{format_tasks, top_tasks, Counters, TaskRow, NR_STATS};
+use crate::stats::{
+    launch_server, top_tasks, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET, NR_STATS,
+    TOP_TASKS,
+};
 
-/// Rows shown in the printed task table, and how recent a call must be to be listed.
-const TOP_TASKS: usize = 16;
+/// How recent a call must be for a task to be listed.
 const TASK_MAX_AGE_MS: u64 = 5000;
+/// Longest the run loop waits for a stats request before checking shutdown and timers.
+const TICK: Duration = Duration::from_millis(100);
 
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
 fn monotonic_ns() -> u64 {
@@ -66,6 +73,13 @@ pub struct Scheduler<'a> {
     cfg: &'a Config,
     roots: Roots,
     irq_cpus: BTreeSet<usize>,
+    /// Whether the IRQ CPU set was read once; later changes count in nr_irq_changes.
+    irq_cpus_known: bool,
+    nr_irq_changes: u64,
+    nr_cpus: usize,
+    /// None when the socket could not be created; scheduling goes on without it.
+    stats_server: Option<StatsServer<(), Snapshot>>,
+    stats_path: PathBuf,
 }
 
 impl<'a> Scheduler<'a> {
@@ -128,8 +142,22 @@ impl<'a> Scheduler<'a> {
             cfg,
             roots: Roots::default(),
             irq_cpus: BTreeSet::new(),
+            irq_cpus_known: false,
+            nr_irq_changes: 0,
+            nr_cpus: llcs.cpu_llc.len(),
+            stats_server: None,
+            stats_path: PathBuf::from(DEFAULT_SOCKET),
         };
         sched.refresh_irqs()?;
+        // Only after attaching: a second instance that fails to attach must not take over the
+        // socket of the one that runs.
+        match launch_server(&sched.stats_path) {
+            Ok(server) => {
+                info!("stats socket: {}", sched.stats_path.display());
+                sched.stats_server = Some(server);
+            }
+            Err(e) => warn!("no stats socket, --monitor will not work: {e:#}"),
+        }
         Ok(sched)
     }
 
@@ -162,9 +190,13 @@ impl<'a> Scheduler<'a> {
     fn refresh_irqs(&mut self) -> Result<()> {
         let nics = irq::discover(&self.roots, &self.cfg.nics)?;
         let cpus = irq::irq_cpus(&nics);
-        if cpus == self.irq_cpus {
+        if cpus == self.irq_cpus && self.irq_cpus_known {
             return Ok(());
         }
+        if self.irq_cpus_known {
+            self.nr_irq_changes += 1;
+        }
+        self.irq_cpus_known = true;
         for nic in &nics {
             let rx: Vec<usize> = nic.rx_cpus().into_iter().collect();
             info!(
@@ -203,6 +235,12 @@ impl<'a> Scheduler<'a> {
     /// Recently communicating threads from the bounded `net_tasks` table.
     pub fn tasks(&self) -> Vec<TaskRow> {
         let now = monotonic_ns();
+        let nics = Self::nic_names();
+        let nic_name = |ifindex: u32| {
+            nics.get(&ifindex)
+                .cloned()
+                .unwrap_or_else(|| format!("if{ifindex}"))
+        };
         (0..NR_TASK_SLOTS as u32)
             .filter_map(|slot| {
                 let bytes = self
@@ -217,22 +255,37 @@ impl<'a> Scheduler<'a> {
                 // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
                 let nt: net_task =
                     unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const net_task) };
-                TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS)
+                TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS, nic_name)
             })
             .collect()
     }
 
-    fn nic_name(ifindex: u32) -> String {
-        std::fs::read_dir("/sys/class/net")
-            .ok()
-            .and_then(|rd| {
-                rd.filter_map(|e| e.ok()).find(|e| {
-                    std::fs::read_to_string(e.path().join("ifindex"))
-                        .is_ok_and(|s| s.trim() == ifindex.to_string())
-                })
+    /// ifindex -> interface name, read once per snapshot.
+    fn nic_names() -> BTreeMap<u32, String> {
+        let Ok(rd) = std::fs::read_dir("/sys/class/net") else {
+            return BTreeMap::new();
+        };
+        rd.filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let idx = std::fs::read_to_string(e.path().join("ifindex")).ok()?;
+                Some((
+                    idx.trim().parse().ok()?,
+                    e.file_name().to_string_lossy().into_owned(),
+                ))
             })
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .unwrap_or_else(|| format!("if{ifindex}"))
+            .collect()
+    }
+
+    /// Totals for the stats server and --stats.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            counters: self.counters(),
+            tasks: top_tasks(self.tasks(), TOP_TASKS),
+            irq_cpus: self.irq_cpus.iter().copied().collect(),
+            nr_cpus: self.nr_cpus,
+            nr_irq_changes: self.nr_irq_changes,
+            bounds: self.cfg.bounds,
+        }
     }
 
     fn exited(&mut self) -> bool {
@@ -244,7 +297,8 @@ impl<'a> Scheduler<'a> {
         let irq_period = Duration::from_millis(self.cfg.irq_refresh_ms);
         let stats_period = self.cfg.stats_interval_s.map(Duration::from_secs_f64);
         let (mut next_irq, mut next_stats) = (Instant::now() + irq_period, Instant::now());
-        let mut prev = Counters::default();
+        let mut sampler = Sampler::default();
+        let channels = self.stats_server.as_ref().map(|s| s.channels());
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             let now = Instant::now();
@@ -256,19 +310,24 @@ impl<'a> Scheduler<'a> {
             }
             if let Some(p) = stats_period {
                 if now >= next_stats {
-                    let cur = self.counters();
-                    let tasks = top_tasks(self.tasks(), TOP_TASKS);
+                    // The same Sample and report a --monitor client prints.
                     print!(
-                        "--- stats (delta over {:.1} s)\n{}{}",
-                        p.as_secs_f64(),
-                        cur.delta(&prev).report(),
-                        format_tasks(&tasks, Self::nic_name)
+                        "{}",
+                        sampler.sample(&self.snapshot()).report(p.as_secs_f64())
                     );
-                    prev = cur;
                     next_stats = now + p;
                 }
             }
-            std::thread::sleep(Duration::from_millis(100));
+            // Wait for a stats request instead of sleeping; answer it with totals, the
+            // server's per-client reader makes deltas of them.
+            match &channels {
+                Some((res_ch, req_ch)) => {
+                    if req_ch.recv_timeout(TICK).is_ok() {
+                        let _ = res_ch.send(self.snapshot());
+                    }
+                }
+                None => std::thread::sleep(TICK),
+            }
         }
 
         let total = self.counters();
@@ -282,6 +341,11 @@ impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         // Detaching is what leaves the host as it was; the IRQ map is only read, never written.
         let _ = self.link.take();
+        // Stop the server (its drop wakes the listener through the socket), then remove the
+        // socket so --monitor reports "not running" rather than a refused connection.
+        if self.stats_server.take().is_some() {
+            let _ = std::fs::remove_file(&self.stats_path);
+        }
         info!("unregistered {}", crate::SCHEDULER_NAME);
     }
 }

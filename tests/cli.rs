@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use miami::stats::STATS;
+use miami::stats::{describe, DEFAULT_SOCKET, STATS};
 
 fn binary() -> Option<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -106,12 +106,30 @@ fn help_stats_lists_every_stat() {
     };
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
-    let names: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    let want: Vec<&str> = STATS.iter().map(|s| s.name).collect();
-    assert_eq!(names, want, "{text}");
+    assert_eq!(text, describe());
+    for s in STATS {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().next() == Some(s.name)),
+            "{} missing:\n{text}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn monitor_without_a_scheduler_exits_1() {
+    if std::path::Path::new(DEFAULT_SOCKET).exists() {
+        eprintln!("SKIP: {DEFAULT_SOCKET} exists (a scheduler may be running)");
+        return;
+    }
+    let Some(o) = run(&["--monitor", "1"]) else {
+        return;
+    };
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no scx_miami is running"), "{err}");
+    assert!(err.contains(DEFAULT_SOCKET), "{err}");
 }
 
 #[test]
@@ -140,6 +158,13 @@ fn invalid_values_exit_2_naming_the_option() {
         ),
         (&["--class-bounds", "100"][..], "invalid --class-bounds: "),
         (&["--stats", "0"][..], "invalid --stats: "),
+        (&["--format", "openmetrics"][..], "invalid --format: "),
+        (&["--monitor", "0"][..], "invalid --monitor: "),
+        (
+            &["--monitor", "1", "--stats", "1"][..],
+            "invalid --monitor: ",
+        ),
+        (&["--format", "xml"][..], "--format"),
         (&["--nic", "a/b"][..], "invalid --nic: "),
         // clap's own errors also exit 2 and name the option.
         (&["--slice-us", "abc"][..], "--slice-us"),

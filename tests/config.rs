@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use miami::config::{ClassBounds, Config, Invalid, INTENS_MAX};
-use miami::opts::Opts;
+use miami::opts::{Opts, OutputFormat};
 
 fn opts(args: &[&str]) -> Opts {
     let argv = std::iter::once("scx_miami").chain(args.iter().copied());
@@ -52,6 +52,7 @@ fn defaults() {
         Config {
             slice_ns: 5_000_000,
             release_ns: 1_000_000_000,
+            intens_win_ns: 100_000_000,
             bounds: ClassBounds {
                 high_min: 100_000,
                 middle_min: 10_000
@@ -60,6 +61,8 @@ fn defaults() {
             nics: vec![],
             irq_refresh_ms: 1000,
             stats_interval_s: None,
+            monitor_interval_s: None,
+            format: OutputFormat::Text,
         }
     );
 }
@@ -330,4 +333,40 @@ fn clap_rejects_unknown_options_and_positionals() {
 fn clap_definition_is_consistent() {
     use clap::CommandFactory;
     Opts::command().debug_assert();
+}
+
+#[test]
+fn monitor_and_format() {
+    for v in ["0", "-1", "NaN", "inf"] {
+        rejects(
+            &[&format!("--monitor={v}")],
+            "monitor",
+            &["not a positive number of seconds"],
+        );
+    }
+    rejects(
+        &["--format", "openmetrics"],
+        "format",
+        &["openmetrics", "--monitor"],
+    );
+    rejects(
+        &["--format", "openmetrics", "--stats", "1"],
+        "format",
+        &["--monitor"],
+    );
+    rejects(&["--monitor", "1", "--stats", "1"], "monitor", &["--stats"]);
+
+    let c = config(&["--monitor", "2", "--format", "openmetrics"]).unwrap();
+    assert_eq!(c.monitor_interval_s, Some(2.0));
+    assert_eq!(c.format, OutputFormat::Openmetrics);
+    let c = config(&["--monitor", "0.5"]).unwrap();
+    assert_eq!(c.format, OutputFormat::Text);
+    // text is the --stats format too, so it needs no --monitor.
+    assert_eq!(
+        config(&["--format", "text", "--stats", "1"])
+            .unwrap()
+            .format,
+        OutputFormat::Text
+    );
+    assert!(Opts::try_parse_from(["scx_miami", "--format", "json"]).is_err());
 }

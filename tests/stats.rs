@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use miami::bpf_intf::*;
-use miami::stats::{describe, Counters, NR_STATS, STATS};
+use miami::stats::{describe, Counters, CPU_FIELDS, DERIVED, NR_STATS, STATS, TASK_FIELDS};
 
 fn counters(pairs: &[(u32, u64)]) -> Counters {
     let mut c = Counters::default();
@@ -189,15 +189,31 @@ fn tier_shares_zero_without_runtime() {
 }
 
 #[test]
-fn describe_has_one_line_per_stat() {
+fn describe_lists_counters_then_derived_and_row_fields() {
     let text = describe();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), STATS.len());
     assert!(text.ends_with('\n'));
-    for (line, s) in lines.iter().zip(STATS) {
-        assert_eq!(line.split_whitespace().next(), Some(s.name), "{line}");
-        assert!(line.contains(&format!("[{}]", s.unit)), "{line}");
-        assert!(line.ends_with(s.desc), "{line}");
+    let sections: Vec<&str> = text.split("\n\n").collect();
+    assert_eq!(sections.len(), 4, "{text}");
+    let tables: [Vec<(&str, &str, &str)>; 4] = [
+        STATS.iter().map(|s| (s.name, s.unit, s.desc)).collect(),
+        DERIVED.iter().map(|f| (f.name, f.unit, f.desc)).collect(),
+        TASK_FIELDS
+            .iter()
+            .map(|f| (f.name, f.unit, f.desc))
+            .collect(),
+        CPU_FIELDS
+            .iter()
+            .map(|f| (f.name, f.unit, f.desc))
+            .collect(),
+    ];
+    for (section, table) in sections.iter().zip(&tables) {
+        let lines: Vec<&str> = section.lines().skip(1).collect();
+        assert_eq!(lines.len(), table.len(), "{section}");
+        for (line, (name, unit, desc)) in lines.iter().zip(table) {
+            assert_eq!(line.split_whitespace().next(), Some(*name), "{line}");
+            assert!(line.contains(&format!("[{unit}]")), "{line}");
+            assert!(line.ends_with(desc), "{line}");
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //! scx_miami binary: parse and validate the command line, set up logging and Ctrl-C, and run
-//! the scheduler, restarting it when the kernel asks for a restart. The logic lives in the
-//! `miami` library.
+//! the scheduler, restarting it when the kernel asks for a restart, or (--monitor) print the
+//! stats of a running one. The logic lives in the `miami` library.
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
@@ -19,13 +20,17 @@ use miami::scheduler::{check_host, Scheduler};
 const EXIT_USAGE: u8 = 2;
 
 fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
-    check_host()?;
-
     // Ctrl-C / SIGTERM only set a flag; the run loop sees it, detaches and reports.
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the SIGINT/SIGTERM handler")?;
+
+    if let Some(secs) = cfg.monitor_interval_s {
+        let path = std::path::Path::new(miami::stats::DEFAULT_SOCKET);
+        return miami::stats::monitor(path, Duration::from_secs_f64(secs), cfg.format, &shutdown);
+    }
+    check_host()?;
 
     let mut open_object = MaybeUninit::uninit();
     loop {

@@ -13,13 +13,13 @@
 # Per test it prints (parsed by suite.sh):
 #   vm-result: NAME PASS|FAIL rc=N secs=T
 # and exits non-zero if any test failed. A test also fails when sched_ext is left enabled.
-# --timeout (default ${MIAMI_TEST_TIMEOUT:-300}) is per test.
+# --timeout (default ${MIAMI_TEST_TIMEOUT:-480}) is per test.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tdir=$(cd "$here/../tests" && pwd)
 source "$here/lib.sh"
 T_NAME=runall
-limit=${MIAMI_TEST_TIMEOUT:-300}
+limit=${MIAMI_TEST_TIMEOUT:-480}
 [[ ${1:-} == --timeout ]] && { limit=$2; shift 2; }
 
 bad=0

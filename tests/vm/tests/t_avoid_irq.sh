@@ -9,11 +9,14 @@ source "$(dirname "$0")/../guest/lib.sh"
 
 net_default
 run() {
-	bg stress-ng --cpu 4 --timeout 7 --quiet
+	bg stress-ng --cpu 4 --timeout 120 --quiet
 	local hogs=$BG_PID
-	sleep 1.5
+	# the workers exist a moment after the parent starts (slow under TCG)
+	for i in $(seq 100); do (($(pgrep -c -P "$hogs") >= 4)) && break; sleep 0.1; done
+	sleep 1
 	$PROBE --pids "$(pgrep -d, -P "$hogs")" --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
 		--json >"/tmp/$1.json" 2>"/tmp/$1.txt" || true
+	kill "$hogs" 2>/dev/null || true
 	wait "$hogs" 2>/dev/null || true
 	echo "--- $1:"; cat "/tmp/$1.txt"
 }

@@ -18,6 +18,7 @@ run() {
 	bg stress-ng --cpu 8 --timeout 300 --quiet
 	local hogs=$BG_PID t0 t1
 	HOG_PARENT=$hogs
+	for i in $(seq 100); do (($(pgrep -c -P "$hogs") >= 8)) && break; sleep 0.1; done
 	sleep 1
 	hog_ms >"/tmp/$1-hog0"; t0=$(date +%s%N)
 	receivers_run "$1" 4 4 10

@@ -5,13 +5,15 @@
 # core+cache tier while it sends; then it stops sending but keeps working and waking up. After
 # --release-after-ms (300) it is released: the counter says so, and its placements are normal
 # again, which in scx_miami means away from the IRQ CPUs (it leaves CPU 1).
+# Class bounds scaled to TCG (--class-bounds 2000,1000): the bulk sender achieves ~3000 calls/s
+# in the guest (t_intens), which makes it class high as it would be on real hardware.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
 net_default
 bg ip netns exec cli "$PACER" sink 7001
 sleep 0.5
-sched_start --release-after-ms 300
+sched_start --release-after-ms 300 --stats 1 --class-bounds 2000,1000
 "$PACER" send "$ADDR_A_CLI" 7001 0 4 1024 30 >/tmp/pacer.out &
 pid=$!
 sleep 1

@@ -1,8 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The one table of BPF counters: id (from intf.h), name, unit, description. It drives reading,
-//! deltas, --help-stats and the printed report; nothing else names a counter.
+//! deltas, the stats server's metadata and JSON, --help-stats, the printed report and the
+//! OpenMetrics output; nothing else names a counter. Fields that are not BPF counters (tier
+//! shares, class boundaries, IRQ CPUs) are the second table, `DERIVED`; the per-task and
+//! per-CPU rows are `TASK_FIELDS` and `CPU_FIELDS`.
+
+use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf::*;
+
+mod openmetrics;
+mod sample;
+mod server;
+
+pub use openmetrics::{base_unit, format_openmetrics};
+pub use sample::{CpuRow, Sample, Sampler, Snapshot};
+pub use server::{
+    launch_server, metas, monitor, read_sample, server_data, OutputFormat, DEFAULT_SOCKET,
+    META_CPU, META_TASK, META_TOP,
+};
 
 pub struct StatDesc {
     pub id: u32,
@@ -257,36 +273,212 @@ impl Counters {
     }
 }
 
-/// --help-stats: every counter with its unit and description.
+pub const CLASS_NAMES: [&str; 3] = ["high", "middle", "low"];
+pub const TIER_NAMES: [&str; 4] = ["core", "cache", "other", "none"];
+
+/// How a field is exported as OpenMetrics: a counter (a total that only grows), a gauge, or not
+/// at all (strings, which are exported another way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OmType {
+    Counter,
+    Gauge,
+    None,
+}
+
+/// JSON type of a field that is not a BPF counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    I64,
+    U64,
+    Float,
+    Str,
+}
+
+/// A field of the top metrics object that is not a BPF counter, or a column of a row table.
+pub struct FieldDesc {
+    pub name: &'static str,
+    pub ty: FieldType,
+    pub unit: &'static str,
+    pub om: OmType,
+    pub desc: &'static str,
+}
+
+macro_rules! field {
+    ($name:expr, $ty:ident, $unit:expr, $om:ident, $desc:expr) => {
+        FieldDesc {
+            name: $name,
+            ty: FieldType::$ty,
+            unit: $unit,
+            om: OmType::$om,
+            desc: $desc,
+        }
+    };
+}
+
+/// Fields computed by the loader, after the counters in the top object.
+pub static DERIVED: &[FieldDesc] = &[
+    field!(
+        "tier_share_core",
+        Float,
+        "percent",
+        Gauge,
+        "share of network-task runtime on the IRQ CPU over the interval"
+    ),
+    field!(
+        "tier_share_cache",
+        Float,
+        "percent",
+        Gauge,
+        "share of network-task runtime on an LLC sibling of the IRQ CPU over the interval"
+    ),
+    field!(
+        "tier_share_other",
+        Float,
+        "percent",
+        Gauge,
+        "share of network-task runtime elsewhere over the interval"
+    ),
+    field!(
+        "class_high_min",
+        U64,
+        "intens",
+        Gauge,
+        "intensiveness from which a task is class high (--class-bounds)"
+    ),
+    field!(
+        "class_middle_min",
+        U64,
+        "intens",
+        Gauge,
+        "intensiveness from which a task is class middle (--class-bounds)"
+    ),
+    field!(
+        "irq_cpus",
+        Str,
+        "cpu list",
+        None,
+        "CPUs that take NIC receive IRQs now, e.g. 1,5-6 (OpenMetrics: miami_cpu_irq)"
+    ),
+    field!(
+        "nr_irq_changes",
+        U64,
+        "count",
+        Counter,
+        "times the IRQ CPU set changed since the scheduler started (a total, not a delta)"
+    ),
+];
+
+/// Columns of the per-task table, the `tasks` array of the top object: the most intensive
+/// recently communicating threads.
+pub static TASK_FIELDS: &[FieldDesc] = &[
+    field!("tid", I64, "id", None, "thread id"),
+    field!("tgid", I64, "id", None, "process id"),
+    field!("comm", Str, "name", None, "thread name"),
+    field!(
+        "intens",
+        U64,
+        "intens",
+        Gauge,
+        "communication intensiveness, 10^6 / mean call interval in us"
+    ),
+    field!("class", Str, "name", None, "class: high, middle or low"),
+    field!(
+        "tier",
+        Str,
+        "name",
+        None,
+        "tier it last ran in: core, cache, other (none: not yet)"
+    ),
+    field!(
+        "irq_cpu",
+        I64,
+        "cpu",
+        None,
+        "receive IRQ CPU of its most intensive connection (-1: none)"
+    ),
+    field!("cpu", I64, "cpu", None, "CPU it last ran on"),
+    field!(
+        "nic",
+        Str,
+        "name",
+        None,
+        "interface of its most intensive connection (-: unknown)"
+    ),
+    field!(
+        "age_ms",
+        U64,
+        "ms",
+        None,
+        "time since its last send/recv call"
+    ),
+];
+
+/// Columns of the per-CPU table, the `cpus` array of the top object.
+pub static CPU_FIELDS: &[FieldDesc] = &[
+    field!("cpu", U64, "cpu", None, "CPU id"),
+    field!(
+        "irq",
+        U64,
+        "flag",
+        Gauge,
+        "1 if the CPU takes NIC receive IRQs, else 0 (OpenMetrics: miami_cpu_irq)"
+    ),
+];
+
+/// Rows shown in the task table.
+pub const TOP_TASKS: usize = 16;
+
+/// --help-stats and docs/stats.md: every field of the stats server's top object with its unit
+/// and description, then the columns of its two row tables.
 pub fn describe() -> String {
-    let mut out = String::new();
+    let line = |name: &str, unit: &str, desc: &str| format!("{name:<18} [{unit}] {desc}\n");
+    let mut out =
+        String::from("counters: BPF counters summed over CPUs; increase since the previous read\n");
     for s in STATS {
-        out.push_str(&format!("{:<18} [{}] {}\n", s.name, s.unit, s.desc));
+        out.push_str(&line(s.name, s.unit, s.desc));
+    }
+    out.push_str("\nderived: computed by the loader\n");
+    for f in DERIVED {
+        out.push_str(&line(f.name, f.unit, f.desc));
+    }
+    out.push_str(&format!(
+        "\ntasks: one row per network task, the {TOP_TASKS} most intensive first\n"
+    ));
+    for f in TASK_FIELDS {
+        out.push_str(&line(f.name, f.unit, f.desc));
+    }
+    out.push_str("\ncpus: one row per CPU\n");
+    for f in CPU_FIELDS {
+        out.push_str(&line(f.name, f.unit, f.desc));
     }
     out
 }
 
-pub const CLASS_NAMES: [&str; 3] = ["high", "middle", "low"];
-pub const TIER_NAMES: [&str; 4] = ["core", "cache", "other", "none"];
-
-/// One row of the per-task table, from a `struct net_task` slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One row of the per-task table, from a `struct net_task` slot. Its fields are `TASK_FIELDS`,
+/// in that order (a host test keeps them in step).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRow {
     pub tid: i32,
     pub tgid: i32,
     pub comm: String,
     pub intens: u32,
-    pub class: &'static str,
-    pub tier: &'static str,
+    pub class: String,
+    pub tier: String,
     pub irq_cpu: i32,
     pub cpu: i32,
-    pub ifindex: u32,
+    pub nic: String,
     pub age_ms: u64,
 }
 
 impl TaskRow {
     /// None for an empty slot or one whose thread last called more than @max_age_ms ago.
-    pub fn from_slot(nt: &net_task, now_ns: u64, max_age_ms: u64) -> Option<Self> {
+    /// @nic_name names an interface by ifindex.
+    pub fn from_slot(
+        nt: &net_task,
+        now_ns: u64,
+        max_age_ms: u64,
+        nic_name: impl Fn(u32) -> String,
+    ) -> Option<Self> {
         if nt.tid <= 0 || nt.last_comm_ns == 0 {
             return None;
         }
@@ -305,11 +497,23 @@ impl TaskRow {
             tgid: nt.tgid,
             comm: String::from_utf8_lossy(&comm).into_owned(),
             intens: nt.intens,
-            class: CLASS_NAMES.get(nt.cls as usize).copied().unwrap_or("?"),
-            tier: TIER_NAMES.get(nt.tier as usize).copied().unwrap_or("?"),
+            class: CLASS_NAMES
+                .get(nt.cls as usize)
+                .copied()
+                .unwrap_or("?")
+                .into(),
+            tier: TIER_NAMES
+                .get(nt.tier as usize)
+                .copied()
+                .unwrap_or("?")
+                .into(),
             irq_cpu: nt.irq_cpu,
             cpu: nt.cpu,
-            ifindex: nt.ifindex,
+            nic: if nt.ifindex == 0 {
+                "-".into()
+            } else {
+                nic_name(nt.ifindex)
+            },
             age_ms,
         })
     }
@@ -322,8 +526,8 @@ pub fn top_tasks(mut rows: Vec<TaskRow>, n: usize) -> Vec<TaskRow> {
     rows
 }
 
-/// The task table as text; @nic_name maps an ifindex to a name.
-pub fn format_tasks(rows: &[TaskRow], nic_name: impl Fn(u32) -> String) -> String {
+/// The task table as text.
+pub fn format_tasks(rows: &[TaskRow]) -> String {
     let mut out = format!(
         "{:>8} {:>8} {:<15} {:>8} {:<6} {:<5} {:>4} {:>4} {:<8} {:>7}\n",
         "tid", "tgid", "comm", "intens", "class", "tier", "irq", "cpu", "nic", "age_ms"
@@ -331,20 +535,7 @@ pub fn format_tasks(rows: &[TaskRow], nic_name: impl Fn(u32) -> String) -> Strin
     for r in rows {
         out.push_str(&format!(
             "{:>8} {:>8} {:<15} {:>8} {:<6} {:<5} {:>4} {:>4} {:<8} {:>7}\n",
-            r.tid,
-            r.tgid,
-            r.comm,
-            r.intens,
-            r.class,
-            r.tier,
-            r.irq_cpu,
-            r.cpu,
-            if r.ifindex == 0 {
-                "-".to_string()
-            } else {
-                nic_name(r.ifindex)
-            },
-            r.age_ms
+            r.tid, r.tgid, r.comm, r.intens, r.class, r.tier, r.irq_cpu, r.cpu, r.nic, r.age_ms
         ));
     }
     out

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One stats sample: what the run loop hands out (`Snapshot`, totals), what a reader makes of
+//! it (`Sample`, counters as the increase since that reader's previous read), its JSON form on
+//! the stats socket and the human report that --stats and --monitor print.
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{format_tasks, Counters, TaskRow, DERIVED, STATS};
+use crate::config::ClassBounds;
+use crate::irq::{format_cpu_list, parse_cpu_list};
+
+/// The run loop's answer to a stats request: totals since the scheduler started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub counters: Counters,
+    /// The most intensive network tasks, most intensive first, interfaces named.
+    pub tasks: Vec<TaskRow>,
+    pub irq_cpus: Vec<usize>,
+    pub nr_cpus: usize,
+    pub nr_irq_changes: u64,
+    pub bounds: ClassBounds,
+}
+
+/// One row of the per-CPU table (`CPU_FIELDS`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuRow {
+    pub cpu: u64,
+    pub irq: u64,
+}
+
+/// The top metrics object: counters since the reader's previous read, plus `DERIVED`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub counters: Counters,
+    pub class_high_min: u64,
+    pub class_middle_min: u64,
+    pub irq_cpus: Vec<usize>,
+    pub nr_irq_changes: u64,
+    pub tasks: Vec<TaskRow>,
+    pub cpus: Vec<CpuRow>,
+}
+
+/// Per-reader state: the totals of its previous read, so each client gets its own deltas.
+#[derive(Debug, Default)]
+pub struct Sampler {
+    prev: Counters,
+}
+
+impl Sampler {
+    pub fn sample(&mut self, snap: &Snapshot) -> Sample {
+        let counters = snap.counters.delta(&self.prev);
+        self.prev = snap.counters.clone();
+        Sample {
+            counters,
+            class_high_min: snap.bounds.high_min.into(),
+            class_middle_min: snap.bounds.middle_min.into(),
+            irq_cpus: snap.irq_cpus.clone(),
+            nr_irq_changes: snap.nr_irq_changes,
+            tasks: snap.tasks.clone(),
+            cpus: (0..snap.nr_cpus)
+                .map(|cpu| CpuRow {
+                    cpu: cpu as u64,
+                    irq: snap.irq_cpus.contains(&cpu).into(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Sample {
+    /// The value of a `DERIVED` field as JSON; the one place that maps a derived name to data.
+    fn derived(&self, name: &str) -> Value {
+        let [core, cache, other] = self.counters.tier_shares();
+        match name {
+            "tier_share_core" => core.into(),
+            "tier_share_cache" => cache.into(),
+            "tier_share_other" => other.into(),
+            "class_high_min" => self.class_high_min.into(),
+            "class_middle_min" => self.class_middle_min.into(),
+            "irq_cpus" => format_cpu_list(&self.irq_cpus).into(),
+            "nr_irq_changes" => self.nr_irq_changes.into(),
+            _ => unreachable!("DERIVED field {name} has no value"),
+        }
+    }
+
+    /// The top object as served on the stats socket: every `STATS` and `DERIVED` name, then
+    /// `tasks` and `cpus`.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        for s in STATS {
+            m.insert(s.name.into(), self.counters.get(s.id).into());
+        }
+        for f in DERIVED {
+            m.insert(f.name.into(), self.derived(f.name));
+        }
+        m.insert("tasks".into(), serde_json::to_value(&self.tasks).unwrap());
+        m.insert("cpus".into(), serde_json::to_value(&self.cpus).unwrap());
+        Value::Object(m)
+    }
+
+    /// The inverse of `to_json`, for a client. Tier shares are recomputed from the counters.
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let obj = v
+            .as_object()
+            .ok_or_else(|| anyhow!("stats: not an object"))?;
+        let u64_of = |name: &str| -> Result<u64> {
+            obj.get(name)
+                .and_then(Value::as_u64)
+                .ok_or_else(|| anyhow!("stats: field {name} missing or not a u64"))
+        };
+        let mut counters = Counters::default();
+        for s in STATS {
+            counters.0[s.id as usize] = u64_of(s.name)?;
+        }
+        let rows = |name: &str| -> Result<Value> {
+            obj.get(name)
+                .cloned()
+                .ok_or_else(|| anyhow!("stats: field {name} missing"))
+        };
+        let irq_cpus = obj
+            .get("irq_cpus")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("stats: field irq_cpus missing or not a string"))?;
+        let sample = Self {
+            counters,
+            class_high_min: u64_of("class_high_min")?,
+            class_middle_min: u64_of("class_middle_min")?,
+            irq_cpus: parse_cpu_list(irq_cpus)?,
+            nr_irq_changes: u64_of("nr_irq_changes")?,
+            tasks: serde_json::from_value(rows("tasks")?).context("stats: tasks")?,
+            cpus: serde_json::from_value(rows("cpus")?).context("stats: cpus")?,
+        };
+        if let Some(extra) = obj.keys().find(|k| {
+            !STATS.iter().any(|s| s.name == *k)
+                && !DERIVED.iter().any(|f| f.name == *k)
+                && !["tasks", "cpus"].contains(&k.as_str())
+        }) {
+            bail!("stats: unknown field {extra}: is the scheduler a different scx_miami version?");
+        }
+        Ok(sample)
+    }
+
+    /// The human report of --stats and --monitor: tier shares and counters, class boundaries
+    /// and IRQ CPUs, then the task table.
+    pub fn report(&self, interval_s: f64) -> String {
+        format!(
+            "--- stats (delta over {interval_s:.1} s)\n{}classes high>={} middle>={}\n\
+             irq_cpus {} (changes since start: {})\n{}",
+            self.counters.report(),
+            self.class_high_min,
+            self.class_middle_min,
+            format_cpu_list(&self.irq_cpus),
+            self.nr_irq_changes,
+            format_tasks(&self.tasks)
+        )
+    }
+}
