@@ -193,14 +193,17 @@ static u32 load_read(const struct load_avg *la, u64 now)
 	return la->avg >> (idle_wins - 1);
 }
 
-static bool has_room(s32 cpu, u64 now)
+/*
+ * Does @cpu have room for one more network task? For the task's own previous CPU the load
+ * already includes the task itself, so staying there adds nothing: only the queue counts.
+ */
+static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
-	if (!cpuc)
+	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2)
 		return false;
-	return load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024 &&
-	       scx_bpf_dsq_nr_queued(cpu) < 2;
+	return cpu == prev_cpu || load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
 }
 
 static bool cpu_allowed(const struct task_struct *p, s32 cpu)
@@ -272,7 +275,7 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 		return irq;
 	}
 	/* High claims the busy IRQ CPU while it has network room; enqueue preempts non-network work. */
-	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, now))
+	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, prev_cpu, now))
 		return irq;
 
 	/* Cache tier: a free LLC sibling. */
@@ -282,12 +285,17 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 		return cpu;
 	}
 	/* Everything in the LLC busy: queue where there is room, the IRQ CPU first for middle. */
-	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, now))
+	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, prev_cpu, now))
 		return irq;
-	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) && has_room(prev_cpu, now))
+	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) && has_room(prev_cpu, prev_cpu, now))
 		return prev_cpu;
-	/* Low gives way: it queues on a busy IRQ CPU only if that is its previous CPU (above). */
-	if (cls != MIAMI_CLASS_LOW && core_ok && has_room(irq, now))
+	/*
+	 * Low gives way: it queues on a busy IRQ CPU only if that is its previous CPU (above), or
+	 * to come back into the LLC after it was pushed out of it (paper step 2: upgrade when the
+	 * target has room); otherwise a task that spilled once would stay out for good.
+	 */
+	if (core_ok && has_room(irq, prev_cpu, now) &&
+	    (cls != MIAMI_CLASS_LOW || llc_of(prev_cpu) != llc_of(irq)))
 		return irq;
 	return -1;
 }

@@ -31,6 +31,7 @@ TESTS=(
 	"t_release.sh         default"
 	"t_avoid_irq.sh       default"
 	"t_intens.sh          default"
+	"t_stats.sh           default"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Live stats against a running scheduler under traffic: the scx_stats socket exists and is
+# root-only (0600), `--monitor` prints the counter report and the task table with the receiver,
+# `--monitor --format openmetrics` prints counters and ends each scrape with "# EOF", and after
+# the scheduler stops the socket is gone and --monitor exits 1 with a clear message.
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
+sock=/var/run/scx/root/stats
+net_default
+sched_start
+check_eq "socket mode" "$(stat -c %a "$sock" 2>/dev/null || echo missing)" 600
+iperf_server 5201 "$ADDR_A_SRV"
+iperf_client_bg /tmp/cl.out cli "$ADDR_A_SRV" 5201 8
+sleep 2
+timeout -s INT 4 "$bin" --monitor 1 >/tmp/monitor.txt 2>&1 || true
+timeout -s INT 3 "$bin" --monitor 1 --format openmetrics >/tmp/om.txt 2>&1 || true
+wait "$IPERF_CLIENT_PID" || true
+grep -q '^probe_recv' /tmp/monitor.txt && pass "monitor prints counters" || fail "monitor: $(head -5 /tmp/monitor.txt)"
+grep -q ' iperf3 ' /tmp/monitor.txt && pass "monitor task table lists iperf3" || fail "no iperf3 row"
+grep -q '^# EOF' /tmp/om.txt && pass "openmetrics scrape ends with # EOF" || fail "openmetrics: $(head -5 /tmp/om.txt)"
+check_ge "openmetrics probe_recv total" "$(awk '$1 == "miami_probe_recv_total" { v = $2 } END { print v + 0 }' /tmp/om.txt)" 1
+sched_stop || fail "sched_stop"
+[[ -e $sock ]] && fail "socket left behind" || pass "socket removed on exit"
+set +e
+"$bin" --monitor 1 >/tmp/nomon.txt 2>&1; rc=$?
+set -e
+check_eq "monitor without scheduler exit code" "$rc" 1
+grep -q "no scx_miami is running" /tmp/nomon.txt && pass "monitor says no scheduler" || fail "$(cat /tmp/nomon.txt)"
+finish
