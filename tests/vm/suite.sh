@@ -19,7 +19,8 @@
 set -euo pipefail
 
 KERNELS=(7.3 7.2 6.12)
-# Known failing, so not in the default list (run with --only): t_place_multi.sh (16 receivers;
+# Known failing, so not in the default list: t_place_multi.sh (16 receivers; run it with
+# `tests/vm/run.sh -- tests/vm/guest/runall.sh t_place_multi.sh`;
 # worst receiver 59.5% core+cache in the last run, the issue asks >= 95%).
 TESTS=(
 	"t_topology.sh        default"
