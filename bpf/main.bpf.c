@@ -232,7 +232,7 @@ static bool is_net_task(struct task_ctx *taskc, u64 now)
 		taskc->placed_net = 0;
 		stat_inc(MIAMI_STAT_RELEASES);
 	}
-	if (net)
+	if (net && !taskc->placed_net)
 		taskc->placed_net = 1;
 	return net;
 }
