@@ -78,6 +78,8 @@ pub struct Config {
     /// --monitor: read a running instance's stats instead of scheduling.
     pub monitor_interval_s: Option<f64>,
     pub format: OutputFormat,
+    /// --tui: the refresh period of the live terminal view of another running instance.
+    pub tui_interval_s: Option<f64>,
 }
 
 fn positive_secs(option: &'static str, v: Option<f64>) -> Result<(), Invalid> {
@@ -117,6 +119,33 @@ impl Config {
                     .into(),
             });
         }
+        if let Some(s) = o.tui {
+            let range = crate::tui::MIN_REFRESH_S..=crate::tui::MAX_REFRESH_S;
+            if !range.contains(&s) {
+                return Err(Invalid {
+                    option: "tui",
+                    reason: format!(
+                        "{s} s is outside {}..={} (1 to 4 refreshes a second)",
+                        range.start(),
+                        range.end()
+                    ),
+                });
+            }
+            let other = [
+                (o.stats.is_some(), "--stats"),
+                (o.monitor.is_some(), "--monitor"),
+                (o.format.is_some(), "--format"),
+            ];
+            if let Some((_, name)) = other.iter().find(|(set, _)| *set) {
+                return Err(Invalid {
+                    option: "tui",
+                    reason: format!(
+                        "cannot be combined with {name} (--tui is its own view of a running \
+                         instance)"
+                    ),
+                });
+            }
+        }
         let format = o.format.unwrap_or_default();
         if format == OutputFormat::Openmetrics && o.monitor.is_none() {
             return Err(Invalid {
@@ -145,6 +174,7 @@ impl Config {
             stats_interval_s: o.stats,
             monitor_interval_s: o.monitor,
             format,
+            tui_interval_s: o.tui,
         })
     }
 }

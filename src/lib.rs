@@ -2,7 +2,7 @@
 //! scx_miami: the MiAMI network-affinity policy (Jang & Jin) as a sched_ext scheduler.
 //!
 //! Everything that can be tested without root lives here: CLI and its validation, topology and
-//! IRQ discovery, the stats table. `scheduler` loads and runs the BPF side; the binary in
+//! IRQ discovery, the stats table, the TUI's state and rendering. `scheduler` loads and runs the BPF side; the binary in
 //! scheds/scx_miami only wires them together.
 
 pub mod bpf_intf;
@@ -13,5 +13,6 @@ pub mod opts;
 pub mod scheduler;
 pub mod stats;
 pub mod topology;
+pub mod tui;
 
 pub const SCHEDULER_NAME: &str = "scx_miami";

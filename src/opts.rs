@@ -92,6 +92,21 @@ pub struct Opts {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<OutputFormat>,
 
+    /// Show a live terminal view of a running scx_miami, refreshed every SECS seconds.
+    ///
+    /// A client of the stats socket like --monitor (root only), instead of scheduling: CPUs
+    /// grouped by LLC with IRQ CPUs and their NICs, the network-task table, class boundaries
+    /// and tier shares, and a help view listing the keys (q quits). SECS is in seconds,
+    /// default 1, range 0.25..=1 (1 to 4 refreshes a second). While no scx_miami runs it shows
+    /// why and retries every SECS. Cannot be combined with --stats, --monitor or --format.
+    #[arg(
+        long,
+        value_name = "SECS",
+        num_args = 0..=1,
+        default_missing_value = "1"
+    )]
+    pub tui: Option<f64>,
+
     /// Print every statistic with its description, then exit.
     #[arg(long)]
     pub help_stats: bool,

@@ -182,6 +182,33 @@ fn invalid_values_exit_2_naming_the_option() {
     }
 }
 
+#[test]
+fn tui_invalid_values_exit_2_naming_the_option() {
+    let Some(o) = run(&["--help"]) else { return };
+    if !stdout(&o).contains("--tui") {
+        eprintln!("SKIP: the built binary predates --tui; rebuild it to test --tui");
+        return;
+    }
+    assert!(stdout(&o).contains("0.25..=1"), "{}", stdout(&o));
+    for (args, needle) in [
+        (&["--tui", "0.1"][..], "invalid --tui: "),
+        (&["--tui", "2"][..], "invalid --tui: "),
+        (&["--tui", "--stats", "1"][..], "invalid --tui: "),
+        (&["--tui", "--monitor", "1"][..], "invalid --tui: "),
+        (&["--tui", "1", "--format", "text"][..], "invalid --tui: "),
+        (&["--tui", "soon"][..], "--tui"),
+    ] {
+        let Some(o) = run(args) else { return };
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: stderr lacks '{needle}':\n{err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+    }
+}
+
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()

@@ -63,6 +63,7 @@ fn defaults() {
             stats_interval_s: None,
             monitor_interval_s: None,
             format: OutputFormat::Text,
+            tui_interval_s: None,
         }
     );
 }
@@ -369,4 +370,45 @@ fn monitor_and_format() {
         OutputFormat::Text
     );
     assert!(Opts::try_parse_from(["scx_miami", "--format", "json"]).is_err());
+}
+
+#[test]
+fn tui_refresh_range_and_conflicts() {
+    // Bare --tui: 1 s.
+    assert_eq!(opts(&["--tui"]).tui, Some(1.0));
+    assert_eq!(opts(&[]).tui, None);
+    assert_eq!(config(&[]).unwrap().tui_interval_s, None);
+    assert_eq!(config(&["--tui"]).unwrap().tui_interval_s, Some(1.0));
+    for (v, want) in [("0.25", 0.25), ("0.5", 0.5), ("1", 1.0)] {
+        assert_eq!(config(&["--tui", v]).unwrap().tui_interval_s, Some(want));
+        assert_eq!(
+            config(&[&format!("--tui={v}")]).unwrap().tui_interval_s,
+            Some(want)
+        );
+    }
+    for v in ["0", "0.2", "0.249", "1.01", "2", "-1", "NaN", "inf"] {
+        rejects(
+            &[&format!("--tui={v}")],
+            "tui",
+            &["is outside 0.25..=1", "refreshes a second"],
+        );
+    }
+    for (other, name) in [
+        (&["--stats", "1"][..], "--stats"),
+        (&["--monitor", "1"][..], "--monitor"),
+        (&["--format", "openmetrics"][..], "--format"),
+        (&["--format", "text"][..], "--format"),
+    ] {
+        let mut args = vec!["--tui"];
+        args.extend_from_slice(other);
+        rejects(&args, "tui", &["cannot be combined with", name]);
+        // Either order.
+        let mut args = other.to_vec();
+        args.extend(["--tui", "0.5"]);
+        rejects(&args, "tui", &[name]);
+    }
+    let argv = ["scx_miami", "--tui", "soon"];
+    let e = Opts::try_parse_from(argv).expect_err("--tui soon");
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("--tui"), "{e}");
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! scx_miami binary: parse and validate the command line, set up logging and Ctrl-C, and run
 //! the scheduler, restarting it when the kernel asks for a restart, or (--monitor) print the
-//! stats of a running one. The logic lives in the `miami` library.
+//! stats of a running one, or (--tui) show them live. The logic lives in the `miami` library.
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -26,9 +26,12 @@ fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the SIGINT/SIGTERM handler")?;
 
+    let path = std::path::Path::new(miami::stats::DEFAULT_SOCKET);
     if let Some(secs) = cfg.monitor_interval_s {
-        let path = std::path::Path::new(miami::stats::DEFAULT_SOCKET);
         return miami::stats::monitor(path, Duration::from_secs_f64(secs), cfg.format, &shutdown);
+    }
+    if let Some(secs) = cfg.tui_interval_s {
+        return miami::tui::run(path, Duration::from_secs_f64(secs), &shutdown);
     }
     check_host()?;
 
