@@ -86,6 +86,9 @@ enum miami_stat {
 	MIAMI_STAT_DSP_SHARED,		/* ... from the shared vtime DSQ */
 	MIAMI_STAT_DSP_STEAL_LLC,	/* ... from an LLC sibling's per-CPU DSQ */
 	MIAMI_STAT_DSP_STEAL_FAR,	/* ... from a per-CPU DSQ in another LLC */
+	MIAMI_STAT_POLICY_UPGRADES,	/* agent moves applied: step 2, toward the IRQ CPU's LLC */
+	MIAMI_STAT_POLICY_SHEDS,	/* agent moves applied: step 3, off an overloaded CPU */
+	MIAMI_STAT_POLICY_DEFERRED,	/* agent moves held back: the round's budget was spent */
 	MIAMI_NR_STATS,
 };
 
@@ -106,6 +109,24 @@ struct net_task {
 	u8	tier;		/* enum miami_tier it last ran in */
 	u8	pad[6];
 	char	comm[MIAMI_COMM_LEN];
+};
+
+/* Why the agent moves a task (struct policy_move.kind). */
+enum miami_move_kind {
+	MIAMI_MOVE_UPGRADE	= 1,	/* step 2: a better tier has room */
+	MIAMI_MOVE_SHED		= 2,	/* step 3: its CPU is overloaded */
+};
+
+/*
+ * One slot of the `policy_moves` array, written by the agent (user space) at slot
+ * tid % MIAMI_NR_TASK_SLOTS: "place thread @tid on @cpu from now on". A new @seq marks a new
+ * move; the BPF side applies it at the task's next placement if the round's budget allows.
+ */
+struct policy_move {
+	s32	tid;
+	s32	cpu;
+	u32	seq;
+	u32	kind;		/* enum miami_move_kind */
 };
 
 /* Arguments of the miami_set_irq_cpu syscall program (user space -> IRQ CPU mask). */

@@ -62,10 +62,22 @@
  * 6.12's BTF lacks. 6.12 does not dispatch migration-disabled tasks for the scheduler, so
  * ops.enqueue() keeps them (and single-CPU tasks) on their CPU's local DSQ.
  *
- * 5. Accepted races
+ * 5. The agent's moves (paper III-D steps 2 and 3)
+ *
+ * User space (src/policy.rs) decides every --interval-ms which tasks move where and writes
+ * {tid, cpu, seq} into policy_moves. apply_move() takes a new entry at the task's next placement
+ * (a wakeup, or the end of its slice: ops.enqueue() re-places a task away from its target), if
+ * the round's budget allows: round_moves counts moves applied this round, with a
+ * compare-and-swap below max_moves (--max-migrations), and user space swaps it to 0 each round.
+ * The target then comes first while it is idle or has room, and is dropped on release or when
+ * the task's IRQ CPU changes.
+ *
+ * 6. Accepted races
  *
  * Loads and the idle state of remote CPUs are read without locks; a stale value costs one
- * suboptimal placement. class_*_min may change between two placements of one task.
+ * suboptimal placement. class_*_min may change between two placements of one task. A
+ * policy_moves slot may be read while user space rewrites it: a torn entry pairs a tid with
+ * another move's CPU, which costs one misplaced move, still within the budget.
  */
 #include "miami.bpf.h"
 
@@ -90,6 +102,9 @@ const volatile u64 release_ns = 1000000000;
 const volatile u32 net_room_pct = 80;
 /* Window of the per-CPU load averages. Default 10 ms. */
 const volatile u64 load_win_ns = 10000000;
+/* Agent moves (policy_moves) applied per agent round at most (--max-migrations). Default 4.
+ * The paper caps migrations per round because each one costs a cold cache. */
+const volatile u32 max_moves = 4;
 
 /*
  * Written by user space at run time (.bss). Class boundaries on intensiveness; the agent moves
@@ -97,6 +112,8 @@ const volatile u64 load_win_ns = 10000000;
  */
 volatile u32 class_high_min = 100000;
 volatile u32 class_middle_min = 10000;
+/* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
+volatile u32 round_moves;
 
 static u64 vtime_now;
 
@@ -120,6 +137,14 @@ struct {
 	__type(key, u32);
 	__type(value, struct cpu_ctx);
 } cpu_ctx_stor SEC(".maps");
+
+/* The agent's moves, one slot per thread (tid % slots), written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_NR_TASK_SLOTS);
+	__type(key, u32);
+	__type(value, struct policy_move);
+} policy_moves SEC(".maps");
 
 static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 {
@@ -230,11 +255,54 @@ static bool is_net_task(struct task_ctx *taskc, u64 now)
 	      now - taskc->last_comm_ns < release_ns;
 	if (!net && taskc->placed_net) {
 		taskc->placed_net = 0;
+		taskc->target_cpu = MIAMI_NO_CPU;
 		stat_inc(MIAMI_STAT_RELEASES);
 	}
 	if (net && !taskc->placed_net)
 		taskc->placed_net = 1;
 	return net;
+}
+
+/* Is the task running on @cpu a network task? */
+static bool cpuc_cur_net(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->cur_net;
+}
+
+/* Is the task running on @cpu a kernel thread? */
+static bool cpuc_cur_kthread(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->cur_kthread;
+}
+
+/*
+ * Take the agent's pending move for @p, if any, within the round's budget: the cap on moves per
+ * round is enforced here, where moves happen, not in user space. A move whose budget is spent
+ * stays pending for the next round. A target set before the IRQ CPU moved is dropped: the
+ * agent decided it against the old IRQ CPU.
+ */
+static void apply_move(const struct task_struct *p, struct task_ctx *taskc)
+{
+	u32 slot = (u32)p->pid & (MIAMI_NR_TASK_SLOTS - 1), n;
+	struct policy_move *mv = bpf_map_lookup_elem(&policy_moves, &slot);
+
+	if (taskc->target_cpu >= 0 && taskc->target_irq != taskc->irq_cpu)
+		taskc->target_cpu = MIAMI_NO_CPU;
+	if (!mv || mv->tid != p->pid || mv->seq == taskc->move_seq)
+		return;
+	n = round_moves;
+	if (n >= max_moves || __sync_val_compare_and_swap(&round_moves, n, n + 1) != n) {
+		stat_inc(MIAMI_STAT_POLICY_DEFERRED);
+		return;
+	}
+	taskc->move_seq = mv->seq;
+	taskc->target_cpu = mv->cpu;
+	taskc->target_irq = taskc->irq_cpu;
+	stat_inc(mv->kind == MIAMI_MOVE_SHED ? MIAMI_STAT_POLICY_SHEDS : MIAMI_STAT_POLICY_UPGRADES);
 }
 
 /* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. */
@@ -269,11 +337,31 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 	taskc->cls = cls;
 	*idle = false;
 
+	/* The agent's target comes first while it is free or has room (steps 2 and 3). */
+	apply_move(p, taskc);
+	cpu = taskc->target_cpu;
+	if (cpu >= 0 && cpu_allowed(p, cpu)) {
+		if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			*idle = true;
+			return cpu;
+		}
+		if (has_room(cpu, prev_cpu, now))
+			return cpu;
+	}
+
 	/* Core tier when the IRQ CPU is free, whatever the class (III-D: core as much as possible). */
 	if (core_ok && scx_bpf_test_and_clear_cpu_idle(irq)) {
 		*idle = true;
 		return irq;
 	}
+	/*
+	 * Hysteresis: a task that last ran on its IRQ CPU waits there when that CPU only runs a
+	 * kernel thread with nothing queued behind it. That thread is mostly ksoftirqd doing this
+	 * very task's protocol work under load; leaving for a sibling every time it runs would
+	 * trade the core tier for a few hundred microseconds of waiting.
+	 */
+	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq))
+		return irq;
 	/* High claims the busy IRQ CPU while it has network room; enqueue preempts non-network work. */
 	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, prev_cpu, now))
 		return irq;
@@ -331,14 +419,6 @@ static bool kick_idle_non_irq(void)
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	return true;
-}
-
-/* Is the task running on @cpu a network task? */
-static bool cpuc_cur_net(s32 cpu)
-{
-	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
-
-	return cpuc && cpuc->cur_net;
 }
 
 static bool is_irq_cpu(s32 cpu)
@@ -452,8 +532,12 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	taskc = try_lookup_task_ctx(p);
 	if (is_net_task(taskc, now)) {
 		tier = tier_of(cpu, taskc->irq_cpu);
-		/* Not placed by select_cpu() in a good tier (e.g. preempted): place it now. */
-		if (tier == MIAMI_TIER_OTHER || !cpu_allowed(p, cpu)) {
+		/*
+		 * Not placed by select_cpu() in a good tier (e.g. preempted), or away from the agent's
+		 * target (a move reaches a running task here, at its slice's end): place it now.
+		 */
+		if (tier == MIAMI_TIER_OTHER || !cpu_allowed(p, cpu) ||
+		    (taskc->target_cpu >= 0 && taskc->target_cpu != cpu)) {
 			bool idle;
 			s32 pick = pick_net_cpu(p, taskc, cpu, now, &idle);
 
@@ -589,6 +673,7 @@ void BPF_STRUCT_OPS(miami_running, struct task_struct *p)
 		return;
 	cpuc->run_start_ns = bpf_ktime_get_ns();
 	cpuc->cur_net = 0;
+	cpuc->cur_kthread = !!(p->flags & PF_KTHREAD);
 
 	taskc = try_lookup_task_ctx(p);
 	if (!taskc || !taskc->placed_net)

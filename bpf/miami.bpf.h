@@ -42,6 +42,10 @@ struct task_ctx {
 	u8	tier;			/* tier of the CPU it last ran on (enum miami_tier) */
 	u8	placed_net;		/* last placement treated it as a network task */
 	u8	pad;
+	s32	target_cpu;		/* the agent's move target, -1 none (policy_moves) */
+	s32	target_irq;		/* irq_cpu when the move was applied: a re-pin drops it */
+	u32	move_seq;		/* seq of the last policy_moves entry applied */
+	u32	pad2;
 };
 
 /* A time-windowed busy average of one CPU, in 1/1024 of a CPU. */
@@ -59,6 +63,7 @@ struct cpu_ctx {
 	struct load_avg	load;		/* all tasks */
 	struct load_avg	net_load;	/* network tasks only: what "room" on a CPU means */
 	u8		cur_net;	/* the running task is a network task */
+	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
 	u8		pad[6];
 } __attribute__((aligned(64)));	/* one cache line per CPU: remote readers, local writers */

@@ -127,6 +127,7 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 		return;
 	if (!taskc->last_comm_ns) {
 		taskc->irq_cpu = MIAMI_NO_CPU;
+		taskc->target_cpu = MIAMI_NO_CPU;
 		taskc->tier = MIAMI_TIER_NONE;
 	}
 	taskc->last_comm_ns = now;

@@ -80,6 +80,11 @@ pub struct Config {
     pub format: OutputFormat,
     /// --tui: the refresh period of the live terminal view of another running instance.
     pub tui_interval_s: Option<f64>,
+    /// The agent: its period, load thresholds and move cap per round.
+    pub interval_ms: u64,
+    pub low_load_pct: u32,
+    pub high_load_pct: u32,
+    pub max_moves: u32,
 }
 
 fn positive_secs(option: &'static str, v: Option<f64>) -> Result<(), Invalid> {
@@ -109,6 +114,16 @@ impl Config {
         let win_ms = in_range("intens-window-ms", o.intens_window_ms, 10, 10_000, "ms")?;
         let room = in_range("net-room-pct", o.net_room_pct as u64, 1, 100, "%")? as u32;
         let irq_refresh_ms = in_range("irq-refresh-ms", o.irq_refresh_ms, 10, 60_000, "ms")?;
+        let interval_ms = in_range("interval-ms", o.interval_ms, 10, 10_000, "ms")?;
+        let low = in_range("low-load-pct", o.low_load_pct.into(), 1, 99, "%")?;
+        let high = in_range("high-load-pct", o.high_load_pct.into(), 2, 100, "%")?;
+        if low >= high {
+            return Err(Invalid {
+                option: "low-load-pct",
+                reason: format!("{low}% must be below --high-load-pct ({high}%)"),
+            });
+        }
+        let max_moves = in_range("max-migrations", o.max_migrations.into(), 0, 256, "moves")?;
         positive_secs("stats", o.stats)?;
         positive_secs("monitor", o.monitor)?;
         if o.monitor.is_some() && o.stats.is_some() {
@@ -175,6 +190,10 @@ impl Config {
             monitor_interval_s: o.monitor,
             format,
             tui_interval_s: o.tui,
+            interval_ms,
+            low_load_pct: low as u32,
+            high_load_pct: high as u32,
+            max_moves: max_moves as u32,
         })
     }
 }

@@ -61,6 +61,38 @@ pub struct Opts {
     #[arg(long, default_value_t = 80)]
     pub net_room_pct: u32,
 
+    /// Period of the agent (MiAMI III-D), in milliseconds.
+    ///
+    /// Each round re-reads the CPU loads, then releases silent tasks from its view, upgrades
+    /// intensive tasks to a better tier, sheds tasks off overloaded CPUs and moves the class
+    /// boundaries. Range 10..=10000.
+    #[arg(long, default_value_t = 100)]
+    pub interval_ms: u64,
+
+    /// CPU load, in percent busy (hard and soft IRQ time included), below which the agent
+    /// moves tasks onto a CPU.
+    ///
+    /// Step 2 upgrades a class-high task to its IRQ CPU, or into its LLC, only where the load
+    /// is below this; step 3 sheds tasks only onto such CPUs. Range 1..=99, below
+    /// --high-load-pct.
+    #[arg(long, default_value_t = 50)]
+    pub low_load_pct: u32,
+
+    /// CPU load, in percent busy, above which a CPU is overloaded.
+    ///
+    /// Step 3 then moves its least affinity-hungry network task away (low class and other
+    /// tier first, core-tier high-class tasks last) and raises the lower boundary of the
+    /// lowest class running there. Range 2..=100, above --low-load-pct.
+    #[arg(long, default_value_t = 90)]
+    pub high_load_pct: u32,
+
+    /// Most task moves the agent makes per round (steps 2 and 3 together).
+    ///
+    /// Enforced in BPF, where moves are applied. The paper caps migrations per round because
+    /// each one costs a cold cache. 0 leaves only the boundary adaptation. Range 0..=256.
+    #[arg(long, default_value_t = 4)]
+    pub max_migrations: u32,
+
     /// Only treat these interfaces' IRQ CPUs as IRQ CPUs (comma-separated, e.g. eth0,eth1).
     ///
     /// Default: every interface that has a device with IRQs (lo, veth, bridges are skipped).

@@ -13,18 +13,20 @@ use scx_utils::{Topology, UserExitInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::bpf_intf::set_irq_cpu_arg;
 use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_task};
+use crate::bpf_intf::{policy_move, set_irq_cpu_arg};
 use crate::bpf_skel::*;
 use crate::config::Config;
 use crate::irq::{self, format_cpu_list, Roots};
+use crate::load::LoadReader;
+use crate::policy::{Policy, PolicyConfig, TaskView};
 use crate::stats::{
-    launch_server, top_tasks, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET, NR_STATS,
-    TOP_TASKS,
+    launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
+    NR_STATS, TOP_TASKS,
 };
 
 /// How recent a call must be for a task to be listed.
@@ -77,6 +79,13 @@ pub struct Scheduler<'a> {
     irq_cpus_known: bool,
     nr_irq_changes: u64,
     nr_cpus: usize,
+    /// LLC id per CPU, as given to BPF.
+    cpu_llc: Vec<u32>,
+    policy: Policy,
+    load: LoadReader,
+    agent: AgentState,
+    /// Sequence number of the last move written to policy_moves.
+    move_seq: u32,
     /// None when the socket could not be created; scheduling goes on without it.
     stats_server: Option<StatsServer<(), Snapshot>>,
     stats_path: PathBuf,
@@ -119,6 +128,7 @@ impl<'a> Scheduler<'a> {
         rodata.release_ns = cfg.release_ns;
         rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;
+        rodata.max_moves = cfg.max_moves;
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();
@@ -145,6 +155,20 @@ impl<'a> Scheduler<'a> {
             irq_cpus_known: false,
             nr_irq_changes: 0,
             nr_cpus: llcs.cpu_llc.len(),
+            cpu_llc: llcs.cpu_llc.clone(),
+            policy: Policy::new(PolicyConfig {
+                low_load_pct: cfg.low_load_pct.into(),
+                high_load_pct: cfg.high_load_pct.into(),
+                release_after_ms: cfg.release_ns / 1_000_000,
+                max_moves: cfg.max_moves as usize,
+                init_bounds: cfg.bounds,
+            }),
+            load: LoadReader::default(),
+            agent: AgentState {
+                max_moves: cfg.max_moves.into(),
+                ..Default::default()
+            },
+            move_seq: 0,
             stats_server: None,
             stats_path: PathBuf::from(DEFAULT_SOCKET),
         };
@@ -276,6 +300,67 @@ impl<'a> Scheduler<'a> {
             .collect()
     }
 
+    /// One agent round (MiAMI III-D): loads, then the policy's moves and boundaries into BPF.
+    fn agent_round(&mut self) -> Result<()> {
+        let loads = self.load.read()?;
+        let tasks: Vec<TaskView> = self
+            .tasks()
+            .iter()
+            .map(|t| TaskView {
+                tid: t.tid,
+                intens: t.intens,
+                irq_cpu: t.irq_cpu,
+                cpu: t.cpu,
+                age_ms: t.age_ms,
+            })
+            .collect();
+
+        // Moves BPF applied since the previous round; the swap also refills the budget.
+        let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        // SAFETY: round_moves is a u32 in the mmapped .bss that BPF only updates atomically
+        // (cmpxchg); the pointer is valid and aligned for as long as the skeleton lives.
+        let applied =
+            unsafe { AtomicU32::from_ptr(&mut bss.round_moves) }.swap(0, Ordering::SeqCst);
+        self.agent.round_max = self.agent.round_max.max(applied.into());
+
+        let round = self.policy.round(&loads, &self.cpu_llc, &tasks);
+        for m in &round.moves {
+            self.move_seq = self.move_seq.wrapping_add(1).max(1);
+            let mv = policy_move {
+                tid: m.tid,
+                cpu: m.cpu as i32,
+                seq: self.move_seq,
+                kind: m.kind.bpf(),
+            };
+            let slot = (m.tid as u32) & (NR_TASK_SLOTS as u32 - 1);
+            // SAFETY: policy_move is a plain #[repr(C)] struct from intf.h.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(&mv as *const _ as *const u8, std::mem::size_of_val(&mv))
+            };
+            self.skel
+                .maps
+                .policy_moves
+                .update(&slot.to_ne_bytes(), bytes, MapFlags::ANY)
+                .context("writing policy_moves")?;
+            log::debug!("agent: {:?} tid {} -> CPU {}", m.kind, m.tid, m.cpu);
+        }
+        let data = self.skel.maps.data_data.as_mut().unwrap();
+        if (data.class_high_min, data.class_middle_min)
+            != (round.bounds.high_min, round.bounds.middle_min)
+        {
+            log::debug!(
+                "agent: class bounds high >= {}, middle >= {} (overloaded CPUs {:?})",
+                round.bounds.high_min,
+                round.bounds.middle_min,
+                round.overloaded
+            );
+            data.class_high_min = round.bounds.high_min;
+            data.class_middle_min = round.bounds.middle_min;
+        }
+        self.agent.loads = loads;
+        Ok(())
+    }
+
     /// Totals for the stats server and --stats.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
@@ -284,7 +369,8 @@ impl<'a> Scheduler<'a> {
             irq_cpus: self.irq_cpus.iter().copied().collect(),
             nr_cpus: self.nr_cpus,
             nr_irq_changes: self.nr_irq_changes,
-            bounds: self.cfg.bounds,
+            bounds: self.policy.bounds(),
+            agent: self.agent.clone(),
         }
     }
 
@@ -296,7 +382,9 @@ impl<'a> Scheduler<'a> {
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let irq_period = Duration::from_millis(self.cfg.irq_refresh_ms);
         let stats_period = self.cfg.stats_interval_s.map(Duration::from_secs_f64);
+        let agent_period = Duration::from_millis(self.cfg.interval_ms);
         let (mut next_irq, mut next_stats) = (Instant::now() + irq_period, Instant::now());
+        let mut next_agent = Instant::now();
         let mut sampler = Sampler::default();
         let channels = self.stats_server.as_ref().map(|s| s.channels());
 
@@ -307,6 +395,12 @@ impl<'a> Scheduler<'a> {
                     warn!("IRQ map refresh failed: {e:#}");
                 }
                 next_irq = now + irq_period;
+            }
+            if now >= next_agent {
+                if let Err(e) = self.agent_round() {
+                    warn!("agent round failed: {e:#}");
+                }
+                next_agent = now + agent_period;
             }
             if let Some(p) = stats_period {
                 if now >= next_stats {
@@ -320,19 +414,27 @@ impl<'a> Scheduler<'a> {
             }
             // Wait for a stats request instead of sleeping; answer it with totals, the
             // server's per-client reader makes deltas of them.
+            let wait = next_agent
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_millis(1), TICK);
             match &channels {
                 Some((res_ch, req_ch)) => {
-                    if req_ch.recv_timeout(TICK).is_ok() {
+                    if req_ch.recv_timeout(wait).is_ok() {
                         let _ = res_ch.send(self.snapshot());
                     }
                 }
-                None => std::thread::sleep(TICK),
+                None => std::thread::sleep(wait),
             }
         }
 
         let total = self.counters();
         let _ = self.link.take();
         info!("totals since start:\n{}", total.report().trim_end());
+        let b = self.policy.bounds();
+        info!(
+            "agent: most moves in one round {} (cap {}), classes now high >= {}, middle >= {}",
+            self.agent.round_max, self.agent.max_moves, b.high_min, b.middle_min
+        );
         uei_report!(&self.skel, uei)
     }
 }

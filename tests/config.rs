@@ -64,6 +64,10 @@ fn defaults() {
             monitor_interval_s: None,
             format: OutputFormat::Text,
             tui_interval_s: None,
+            interval_ms: 100,
+            low_load_pct: 50,
+            high_load_pct: 90,
+            max_moves: 4,
         }
     );
 }
@@ -411,4 +415,50 @@ fn tui_refresh_range_and_conflicts() {
     let e = Opts::try_parse_from(argv).expect_err("--tui soon");
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("--tui"), "{e}");
+}
+
+#[test]
+fn agent_knobs() {
+    let c = config(&[
+        "--interval-ms",
+        "250",
+        "--low-load-pct",
+        "30",
+        "--high-load-pct",
+        "70",
+        "--max-migrations",
+        "0",
+    ])
+    .unwrap();
+    assert_eq!(
+        (c.interval_ms, c.low_load_pct, c.high_load_pct, c.max_moves),
+        (250, 30, 70, 0)
+    );
+    rejects(
+        &["--interval-ms", "0"],
+        "interval-ms",
+        &["0 ms", "10..=10000"],
+    );
+    rejects(&["--interval-ms", "10001"], "interval-ms", &["10001 ms"]);
+    rejects(
+        &["--high-load-pct", "101"],
+        "high-load-pct",
+        &["101 %", "2..=100"],
+    );
+    rejects(&["--low-load-pct", "0"], "low-load-pct", &["0 %", "1..=99"]);
+    rejects(
+        &["--low-load-pct", "80", "--high-load-pct", "80"],
+        "low-load-pct",
+        &["80% must be below --high-load-pct (80%)"],
+    );
+    rejects(
+        &["--low-load-pct", "95", "--high-load-pct", "60"],
+        "low-load-pct",
+        &["95%", "(60%)"],
+    );
+    rejects(
+        &["--max-migrations", "257"],
+        "max-migrations",
+        &["257 moves", "0..=256"],
+    );
 }

@@ -49,6 +49,11 @@ fn snapshot(scale: u64) -> Snapshot {
             high_min: 100_000,
             middle_min: 10_000,
         },
+        agent: AgentState {
+            max_moves: 4,
+            round_max: 3,
+            loads: vec![10.0, 95.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.4],
+        },
     }
 }
 

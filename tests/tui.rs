@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use miami::config::ClassBounds;
-use miami::stats::{Counters, Sampler, Snapshot, TaskRow, STATS};
+use miami::stats::{AgentState, Counters, Sampler, Snapshot, TaskRow, STATS};
 use miami::tui::host::{busy_pct, nic_cpus, parse_proc_stat, CpuTimes};
 use miami::tui::{render, App, HostInfo, Metrics, SortKey, View, KEYS};
 use ratatui::backend::TestBackend;
@@ -66,6 +66,11 @@ fn snapshot(scale: u64, nr_irq_changes: u64) -> Snapshot {
         bounds: ClassBounds {
             high_min: 100_000,
             middle_min: 10_000,
+        },
+        agent: AgentState {
+            max_moves: 4,
+            round_max: 3,
+            loads: vec![10.0, 95.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.4],
         },
     }
 }
@@ -175,14 +180,15 @@ fn cpus_view_groups_by_llc_and_marks_irq_cpus_with_nics() {
     );
     assert!(line_with(&s, "cpu   1 ").contains("net: nginx/7"), "{text}");
     assert!(!line_with(&s, "cpu   0 ").contains("net:"), "{text}");
-    // Load: /proc/stat busy % (the CPU rows carry no load field): CPU 5 is 50 % busy.
-    assert!(text.contains("load: busy % from /proc/stat"), "{text}");
+    // Load: the scheduler's load_pct column (the agent's /proc/stat reading): CPU 5 is 50 %
+    // busy, CPU 0 10 %.
+    assert!(text.contains("load: load_pct (stats)"), "{text}");
     assert!(
-        line_with(&s, "cpu   5 ").contains("[##########..........]  50.0%"),
+        line_with(&s, "cpu   5 ").contains("[##########..........]"),
         "{text}"
     );
     assert!(
-        line_with(&s, "cpu   0 ").contains("[....................]   0.0%"),
+        line_with(&s, "cpu   0 ").contains("[##..................]"),
         "{text}"
     );
 }
@@ -190,8 +196,10 @@ fn cpus_view_groups_by_llc_and_marks_irq_cpus_with_nics() {
 #[test]
 fn cpus_view_takes_a_load_field_from_the_cpu_rows() {
     let mut v = Sampler::default().sample(&snapshot(1, 0)).to_json();
+    // A scheduler whose CPU rows name their load differently (and have no load_pct).
     for row in v["cpus"].as_array_mut().unwrap() {
         let cpu = row["cpu"].as_u64().unwrap();
+        row.as_object_mut().unwrap().remove("load_pct");
         row["util_pct"] = json!(if cpu == 3 { 75.0 } else { 0.0 });
     }
     let mut app = App::new("s", Duration::from_secs(1), host());

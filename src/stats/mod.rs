@@ -14,7 +14,7 @@ mod sample;
 mod server;
 
 pub use openmetrics::{base_unit, format_openmetrics};
-pub use sample::{CpuRow, Sample, Sampler, Snapshot};
+pub use sample::{AgentState, CpuRow, Sample, Sampler, Snapshot};
 pub use server::{
     launch_server, metas, monitor, read_sample, server_data, OutputFormat, DEFAULT_SOCKET,
     META_CPU, META_TASK, META_TOP,
@@ -203,6 +203,24 @@ pub static STATS: &[StatDesc] = &[
         "count",
         "dispatches pulled from a per-CPU DSQ in another LLC"
     ),
+    stat!(
+        miami_stat_MIAMI_STAT_POLICY_UPGRADES,
+        "policy_upgrades",
+        "count",
+        "agent moves applied, step 2: a class-high task to its IRQ CPU or into its LLC"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_POLICY_SHEDS,
+        "policy_sheds",
+        "count",
+        "agent moves applied, step 3: a task off a CPU above --high-load-pct"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_POLICY_DEFERRED,
+        "policy_deferred",
+        "count",
+        "placements that found an agent move pending but the round's --max-migrations spent"
+    ),
 ];
 
 /// Counter values indexed by stat id.
@@ -343,14 +361,14 @@ pub static DERIVED: &[FieldDesc] = &[
         U64,
         "intens",
         Gauge,
-        "intensiveness from which a task is class high (--class-bounds)"
+        "intensiveness from which a task is class high now (the agent moves it under load)"
     ),
     field!(
         "class_middle_min",
         U64,
         "intens",
         Gauge,
-        "intensiveness from which a task is class middle (--class-bounds)"
+        "intensiveness from which a task is class middle now (the agent moves it under load)"
     ),
     field!(
         "irq_cpus",
@@ -358,6 +376,20 @@ pub static DERIVED: &[FieldDesc] = &[
         "cpu list",
         None,
         "CPUs that take NIC receive IRQs now, e.g. 1,5-6 (OpenMetrics: miami_cpu_irq)"
+    ),
+    field!(
+        "policy_round_max",
+        U64,
+        "count",
+        Gauge,
+        "most agent moves applied in one round since the start (never above max_migrations)"
+    ),
+    field!(
+        "max_migrations",
+        U64,
+        "count",
+        Gauge,
+        "cap on agent moves per round (--max-migrations)"
     ),
     field!(
         "nr_irq_changes",
@@ -422,6 +454,13 @@ pub static CPU_FIELDS: &[FieldDesc] = &[
         "flag",
         Gauge,
         "1 if the CPU takes NIC receive IRQs, else 0 (OpenMetrics: miami_cpu_irq)"
+    ),
+    field!(
+        "load_pct",
+        U64,
+        "percent",
+        Gauge,
+        "busy share over the last agent round, hard and soft IRQ time included (/proc/stat)"
     ),
 ];
 

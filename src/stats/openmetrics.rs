@@ -91,6 +91,21 @@ pub fn format_openmetrics(sample: &Sample, totals: &Counters) -> String {
     }
     header(
         &mut out,
+        "cpu_load",
+        OmType::Gauge,
+        "percent",
+        "busy share over the last agent round, hard and soft IRQ time included",
+    );
+    for c in &sample.cpus {
+        let _ = writeln!(
+            out,
+            "{PREFIX}cpu_load{} {}",
+            labels(&[("cpu", c.cpu.to_string())]),
+            c.load_pct
+        );
+    }
+    header(
+        &mut out,
         "task_intens",
         OmType::Gauge,
         "intens",

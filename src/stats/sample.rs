@@ -20,7 +20,18 @@ pub struct Snapshot {
     pub irq_cpus: Vec<usize>,
     pub nr_cpus: usize,
     pub nr_irq_changes: u64,
+    /// The class boundaries in use now.
     pub bounds: ClassBounds,
+    pub agent: AgentState,
+}
+
+/// What the agent reports: its cap, its busiest round, the last per-CPU loads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentState {
+    pub max_moves: u64,
+    pub round_max: u64,
+    /// Busy percent per CPU over the last round.
+    pub loads: Vec<f64>,
 }
 
 /// One row of the per-CPU table (`CPU_FIELDS`).
@@ -28,6 +39,7 @@ pub struct Snapshot {
 pub struct CpuRow {
     pub cpu: u64,
     pub irq: u64,
+    pub load_pct: u64,
 }
 
 /// The top metrics object: counters since the reader's previous read, plus `DERIVED`.
@@ -38,6 +50,8 @@ pub struct Sample {
     pub class_middle_min: u64,
     pub irq_cpus: Vec<usize>,
     pub nr_irq_changes: u64,
+    pub policy_round_max: u64,
+    pub max_migrations: u64,
     pub tasks: Vec<TaskRow>,
     pub cpus: Vec<CpuRow>,
 }
@@ -58,11 +72,14 @@ impl Sampler {
             class_middle_min: snap.bounds.middle_min.into(),
             irq_cpus: snap.irq_cpus.clone(),
             nr_irq_changes: snap.nr_irq_changes,
+            policy_round_max: snap.agent.round_max,
+            max_migrations: snap.agent.max_moves,
             tasks: snap.tasks.clone(),
             cpus: (0..snap.nr_cpus)
                 .map(|cpu| CpuRow {
                     cpu: cpu as u64,
                     irq: snap.irq_cpus.contains(&cpu).into(),
+                    load_pct: snap.agent.loads.get(cpu).map_or(0, |l| l.round() as u64),
                 })
                 .collect(),
         }
@@ -81,6 +98,8 @@ impl Sample {
             "class_middle_min" => self.class_middle_min.into(),
             "irq_cpus" => format_cpu_list(&self.irq_cpus).into(),
             "nr_irq_changes" => self.nr_irq_changes.into(),
+            "policy_round_max" => self.policy_round_max.into(),
+            "max_migrations" => self.max_migrations.into(),
             _ => unreachable!("DERIVED field {name} has no value"),
         }
     }
@@ -129,6 +148,8 @@ impl Sample {
             class_middle_min: u64_of("class_middle_min")?,
             irq_cpus: parse_cpu_list(irq_cpus)?,
             nr_irq_changes: u64_of("nr_irq_changes")?,
+            policy_round_max: u64_of("policy_round_max")?,
+            max_migrations: u64_of("max_migrations")?,
             tasks: serde_json::from_value(rows("tasks")?).context("stats: tasks")?,
             cpus: serde_json::from_value(rows("cpus")?).context("stats: cpus")?,
         };
@@ -147,10 +168,13 @@ impl Sample {
     pub fn report(&self, interval_s: f64) -> String {
         format!(
             "--- stats (delta over {interval_s:.1} s)\n{}classes high>={} middle>={}\n\
+             agent: most moves in one round {} (cap {})\n\
              irq_cpus {} (changes since start: {})\n{}",
             self.counters.report(),
             self.class_high_min,
             self.class_middle_min,
+            self.policy_round_max,
+            self.max_migrations,
             format_cpu_list(&self.irq_cpus),
             self.nr_irq_changes,
             format_tasks(&self.tasks)

@@ -33,6 +33,7 @@ TESTS=(
 	"t_avoid_irq.sh       default"
 	"t_intens.sh          default"
 	"t_stats.sh           default"
+	"t_agent_cap.sh       default"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

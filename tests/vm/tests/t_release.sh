@@ -14,13 +14,20 @@ net_default
 bg ip netns exec cli "$PACER" sink 7001
 sleep 0.5
 sched_start --release-after-ms 300 --stats 1 --class-bounds 2000,1000
-"$PACER" send "$ADDR_A_CLI" 7001 0 4 1024 30 >/tmp/pacer.out &
+# The probe's window must lie inside the sending phase, and the probe's Python can take seconds
+# to start in a loaded TCG guest: so the probe starts first, on a subshell that sleeps 3 s (no
+# run time) and then becomes the pacer (exec keeps the pid), which sends for 20 s (the probe was
+# seen to end 12 s after it was started, for a 6 s window). Checked
+# below: the pacer had not finished sending (printed its summary) when the probe ended.
+( sleep 3; exec "$PACER" send "$ADDR_A_CLI" 7001 0 20 1024 30 >/tmp/pacer.out ) &
 pid=$!
-sleep 1
-$PROBE --pids "$pid" --irq-cpu 1 --duration 2.5 --hz 100 --probe-cpu "$PROBE_CPU" --json \
+t0=$(date +%s.%N)
+$PROBE --pids "$pid" --irq-cpu 1 --duration 6 --hz 100 --probe-cpu "$PROBE_CPU" --json \
 	>/tmp/sending.json 2>/tmp/sending.txt || true
+log "sending probe ended $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s after the pacer was started"
+check_eq "probe window inside the sending phase" "$([[ -s /tmp/pacer.out ]] && echo no || echo yes)" yes
 # The pacer prints its summary when it stops sending; released 0.3 s later.
-for i in $(seq 200); do [[ -s /tmp/pacer.out ]] && break; sleep 0.1; done
+for i in $(seq 300); do [[ -s /tmp/pacer.out ]] && break; sleep 0.1; done
 check_eq "pacer still running after sending" "$(kill -0 "$pid" && echo yes)" yes
 sleep 1
 $PROBE --pids "$pid" --irq-cpu 1 --duration 3 --hz 100 --probe-cpu "$PROBE_CPU" --json \

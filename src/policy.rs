@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The MiAMI agent's decisions (paper III-D), as pure logic: given the per-CPU loads, the LLC
+//! map and the network tasks, one round returns the moves to make and the class boundaries to
+//! use. No kernel needed; tests/policy.rs drives it with synthetic inputs.
+//!
+//! Each round (--interval-ms):
+//! 1. Release: tasks silent for --release-after-ms are out of the agent's view. The release
+//!    itself happens in BPF at the task's next placement (main.bpf.c is_net_task()), in O(1);
+//!    the agent only stops considering them and counts them.
+//! 2. Upgrade: class-high tasks in the cache or other tier move to their IRQ CPU if its load is
+//!    below --low-load-pct, else (from the other tier) to the least loaded CPU of the IRQ CPU's
+//!    LLC below that load. Most intensive first.
+//! 3. Shed and adapt: for each CPU above --high-load-pct, most loaded first, the task that needs
+//!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else
+//!    anywhere: low class before middle before high, other tier before cache before core, less
+//!    intensive first; so core-tier high-class tasks go last. One task per CPU per round: the
+//!    next round sees the new load. The boundaries move once per round in which some CPU is
+//!    overloaded: the lower boundary of the lowest class running on the most loaded CPU rises
+//!    by a quarter (the paper's "reducing the window size of the lowest class where processes
+//!    are running"), so that the least intensive of that class drop a class and give way first
+//!    while the more intensive ones keep their tier. When no CPU is overloaded, each boundary
+//!    moves a quarter of the way back toward its initial value (--class-bounds).
+//!
+//! The boundaries are global, not per IRQ CPU: a class decides who gives way when tasks of
+//! several NICs share an LLC, which only works if one intensiveness means one class everywhere;
+//! and BPF classifies at every placement, where one global pair is two loads.
+//!
+//! At most `budget` (--max-migrations) moves per round leave here; BPF enforces the same cap
+//! where moves are applied (policy_moves, round_moves). A move repeated to the same CPU is not
+//! sent again within `REPEAT_ROUNDS`, so a move that BPF cannot honour (no room at the target)
+//! does not eat every round's budget.
+
+use std::collections::BTreeMap;
+
+use crate::bpf_intf::{
+    miami_consts_MIAMI_INTENS_MAX as INTENS_MAX, miami_move_kind_MIAMI_MOVE_SHED as MOVE_SHED,
+    miami_move_kind_MIAMI_MOVE_UPGRADE as MOVE_UPGRADE,
+};
+use crate::config::ClassBounds;
+
+/// Rounds during which the same (task, target) move is not sent again.
+pub const REPEAT_ROUNDS: u64 = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    High,
+    Middle,
+    Low,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Core,
+    Cache,
+    Other,
+}
+
+impl ClassBounds {
+    pub fn class_of(&self, intens: u32) -> Class {
+        if intens >= self.high_min {
+            Class::High
+        } else if intens >= self.middle_min {
+            Class::Middle
+        } else {
+            Class::Low
+        }
+    }
+}
+
+/// A network task as the agent sees it (from the `net_tasks` table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskView {
+    pub tid: i32,
+    pub intens: u32,
+    pub irq_cpu: i32,
+    /// CPU of its last send/recv call: where it runs.
+    pub cpu: i32,
+    pub age_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveKind {
+    Upgrade,
+    Shed,
+}
+
+impl MoveKind {
+    /// The `struct policy_move.kind` value.
+    pub fn bpf(self) -> u32 {
+        match self {
+            MoveKind::Upgrade => MOVE_UPGRADE,
+            MoveKind::Shed => MOVE_SHED,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    pub tid: i32,
+    pub cpu: usize,
+    pub kind: MoveKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyConfig {
+    pub low_load_pct: f64,
+    pub high_load_pct: f64,
+    pub release_after_ms: u64,
+    pub max_moves: usize,
+    pub init_bounds: ClassBounds,
+}
+
+/// What one round decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    pub moves: Vec<Move>,
+    pub bounds: ClassBounds,
+    /// Tasks left out because they stopped communicating (step 1).
+    pub released: usize,
+    /// CPUs above --high-load-pct.
+    pub overloaded: Vec<usize>,
+}
+
+#[derive(Debug)]
+pub struct Policy {
+    cfg: PolicyConfig,
+    bounds: ClassBounds,
+    round: u64,
+    /// tid -> (target CPU, round it was sent): the repeat filter.
+    sent: BTreeMap<i32, (usize, u64)>,
+}
+
+fn tier_of(llc: &[u32], cpu: usize, irq: usize) -> Tier {
+    if cpu == irq {
+        Tier::Core
+    } else if llc.get(cpu) == llc.get(irq) {
+        Tier::Cache
+    } else {
+        Tier::Other
+    }
+}
+
+/// Move @cur a quarter of the way toward @target (at least 1).
+fn relax(cur: u32, target: u32) -> u32 {
+    let step = (cur.abs_diff(target) / 4).max(1);
+    match cur.cmp(&target) {
+        std::cmp::Ordering::Greater => cur - step,
+        std::cmp::Ordering::Less => cur + step,
+        std::cmp::Ordering::Equal => cur,
+    }
+}
+
+impl Policy {
+    pub fn new(cfg: PolicyConfig) -> Self {
+        Self {
+            bounds: cfg.init_bounds,
+            cfg,
+            round: 0,
+            sent: BTreeMap::new(),
+        }
+    }
+
+    pub fn bounds(&self) -> ClassBounds {
+        self.bounds
+    }
+
+    /// The least loaded CPU among @cands below @limit percent that is not @except; ties go to
+    /// the lower id.
+    fn least_loaded(
+        loads: &[f64],
+        cands: impl Iterator<Item = usize>,
+        limit: f64,
+        except: usize,
+    ) -> Option<usize> {
+        cands
+            .filter(|&c| c != except && loads.get(c).is_some_and(|&l| l < limit))
+            .min_by(|&a, &b| loads[a].total_cmp(&loads[b]).then(a.cmp(&b)))
+    }
+
+    /// One agent round. @loads: busy percent per CPU; @llc: LLC id per CPU.
+    pub fn round(&mut self, loads: &[f64], llc: &[u32], tasks: &[TaskView]) -> Round {
+        self.round += 1;
+        let nr_cpus = loads.len().min(llc.len());
+        let valid = |c: i32| c >= 0 && (c as usize) < nr_cpus;
+
+        // Step 1: only tasks that still communicate, with a known IRQ CPU.
+        let (active, released): (Vec<&TaskView>, Vec<&TaskView>) = tasks
+            .iter()
+            .filter(|t| valid(t.irq_cpu) && valid(t.cpu) && t.intens > 0)
+            .partition(|t| t.age_ms < self.cfg.release_after_ms);
+        let bounds = self.bounds;
+        let class = |t: &TaskView| bounds.class_of(t.intens);
+        let tier = |t: &TaskView| tier_of(llc, t.cpu as usize, t.irq_cpu as usize);
+
+        let mut moves: Vec<Move> = Vec::new();
+        // CPUs already chosen as a target this round: one newcomer each, the next round sees
+        // its load.
+        let mut taken: Vec<usize> = Vec::new();
+        let budget = self.cfg.max_moves;
+        let llc_cpus = |cpu: usize| (0..nr_cpus).filter(move |&c| llc[c] == llc[cpu]);
+
+        // Step 2: upgrade, most intensive first.
+        let mut up: Vec<&TaskView> = active
+            .iter()
+            .copied()
+            .filter(|t| class(t) == Class::High && tier(t) != Tier::Core)
+            .collect();
+        up.sort_by_key(|t| (std::cmp::Reverse(t.intens), t.tid));
+        for t in up {
+            if moves.len() >= budget {
+                break;
+            }
+            let irq = t.irq_cpu as usize;
+            let target = if loads[irq] < self.cfg.low_load_pct && !taken.contains(&irq) {
+                Some(irq)
+            } else if tier(t) == Tier::Other {
+                Self::least_loaded(
+                    loads,
+                    llc_cpus(irq).filter(|c| !taken.contains(c)),
+                    self.cfg.low_load_pct,
+                    irq,
+                )
+            } else {
+                None
+            };
+            if let Some(cpu) = target {
+                if self.send(&mut moves, t.tid, cpu, MoveKind::Upgrade) {
+                    taken.push(cpu);
+                }
+            }
+        }
+
+        // Step 3: shed off overloaded CPUs, most loaded first, and adapt the boundaries.
+        let mut overloaded: Vec<usize> = (0..nr_cpus)
+            .filter(|&c| loads[c] > self.cfg.high_load_pct)
+            .collect();
+        overloaded.sort_by(|&a, &b| loads[b].total_cmp(&loads[a]).then(a.cmp(&b)));
+        for (i, &c) in overloaded.iter().enumerate() {
+            let mut victims: Vec<&TaskView> = active
+                .iter()
+                .copied()
+                .filter(|t| t.cpu as usize == c)
+                .collect();
+            if i == 0 {
+                self.adapt(victims.iter().map(|t| class(t)).max());
+            }
+            if moves.len() >= budget {
+                continue;
+            }
+            victims.sort_by_key(|t| {
+                (
+                    std::cmp::Reverse(class(t)),
+                    std::cmp::Reverse(tier(t)),
+                    t.intens,
+                    t.tid,
+                )
+            });
+            for t in victims {
+                let irq = t.irq_cpu as usize;
+                let free = |c2: &usize| !taken.contains(c2) && !overloaded.contains(c2);
+                let target =
+                    Self::least_loaded(loads, llc_cpus(irq).filter(free), self.cfg.low_load_pct, c)
+                        .or_else(|| {
+                            Self::least_loaded(
+                                loads,
+                                (0..nr_cpus).filter(free),
+                                self.cfg.low_load_pct,
+                                c,
+                            )
+                        });
+                if let Some(cpu) = target {
+                    if self.send(&mut moves, t.tid, cpu, MoveKind::Shed) {
+                        taken.push(cpu);
+                        break;
+                    }
+                }
+            }
+        }
+        if overloaded.is_empty() {
+            let init = self.cfg.init_bounds;
+            self.bounds = ClassBounds {
+                high_min: relax(self.bounds.high_min, init.high_min),
+                middle_min: relax(self.bounds.middle_min, init.middle_min),
+            };
+            self.bounds.middle_min = self.bounds.middle_min.min(self.bounds.high_min - 1);
+        }
+        self.sent
+            .retain(|_, &mut (_, r)| self.round - r < REPEAT_ROUNDS);
+
+        Round {
+            moves,
+            bounds: self.bounds,
+            released: released.len(),
+            overloaded,
+        }
+    }
+
+    /// Queue a move unless the same one was sent within REPEAT_ROUNDS.
+    fn send(&mut self, moves: &mut Vec<Move>, tid: i32, cpu: usize, kind: MoveKind) -> bool {
+        if let Some(&(prev, r)) = self.sent.get(&tid) {
+            if prev == cpu && self.round - r < REPEAT_ROUNDS {
+                return false;
+            }
+        }
+        self.sent.insert(tid, (cpu, self.round));
+        moves.push(Move { tid, cpu, kind });
+        true
+    }
+
+    /// Step 3's boundary move: raise the lower boundary of @lowest, the lowest class running
+    /// on the most loaded CPU, by a quarter. Low has no lower boundary to raise: its tasks are
+    /// the first to be shed anyway. The boundaries stay ordered and within 1..=10^6.
+    fn adapt(&mut self, lowest: Option<Class>) {
+        let b = &mut self.bounds;
+        match lowest {
+            Some(Class::Middle) => {
+                b.middle_min = (b.middle_min + (b.middle_min / 4).max(1)).min(b.high_min - 1);
+            }
+            Some(Class::High) => {
+                b.high_min = (b.high_min + (b.high_min / 4).max(1)).min(INTENS_MAX as u32);
+            }
+            Some(Class::Low) | None => {}
+        }
+    }
+}

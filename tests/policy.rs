@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Host tests of the agent (src/policy.rs) and its load input (src/load.rs) with synthetic
+//! inputs: each of the paper's three steps, the cap, the boundary moves under load and their
+//! relaxation, the repeat filter, and the /proc/stat parser.
+
+use miami::config::ClassBounds;
+use miami::load::{busy_pct, parse_proc_stat, LoadReader};
+use miami::policy::{Move, MoveKind, Policy, PolicyConfig, TaskView, REPEAT_ROUNDS};
+
+/// Two LLCs: CPUs 0-3 and 4-7.
+const LLC: [u32; 8] = [0, 0, 0, 0, 1, 1, 1, 1];
+const INIT: ClassBounds = ClassBounds {
+    high_min: 1000,
+    middle_min: 100,
+};
+
+fn policy(max_moves: usize) -> Policy {
+    Policy::new(PolicyConfig {
+        low_load_pct: 50.0,
+        high_load_pct: 90.0,
+        release_after_ms: 1000,
+        max_moves,
+        init_bounds: INIT,
+    })
+}
+
+fn task(tid: i32, intens: u32, irq_cpu: i32, cpu: i32) -> TaskView {
+    TaskView {
+        tid,
+        intens,
+        irq_cpu,
+        cpu,
+        age_ms: 5,
+    }
+}
+
+fn mv(tid: i32, cpu: usize, kind: MoveKind) -> Move {
+    Move { tid, cpu, kind }
+}
+
+/// Loads with @busy CPUs at the given percent, the rest at 10%.
+fn loads(busy: &[(usize, f64)]) -> Vec<f64> {
+    let mut l = vec![10.0; 8];
+    for &(c, v) in busy {
+        l[c] = v;
+    }
+    l
+}
+
+// ---- step 1: release ----
+
+#[test]
+fn silent_tasks_are_released_and_not_moved() {
+    let mut p = policy(4);
+    let mut t = task(1, 5000, 1, 6); // high, other tier: an upgrade candidate...
+    t.age_ms = 1000; // ...but silent for --release-after-ms
+    let r = p.round(&loads(&[]), &LLC, &[t.clone()]);
+    assert_eq!(r.released, 1);
+    assert!(r.moves.is_empty());
+    t.age_ms = 999;
+    let r = p.round(&loads(&[]), &LLC, &[t]);
+    assert_eq!(r.released, 0);
+    assert_eq!(r.moves, vec![mv(1, 1, MoveKind::Upgrade)]);
+}
+
+// ---- step 2: upgrade ----
+
+#[test]
+fn high_class_upgrades_to_a_free_irq_cpu() {
+    let mut p = policy(4);
+    let tasks = [
+        task(1, 5000, 1, 2), // high, cache tier
+        task(2, 500, 5, 6),  // middle, cache tier: not upgraded
+        task(3, 50, 5, 1),   // low, other tier: not upgraded
+        task(4, 9000, 5, 5), // high, already core
+    ];
+    let r = p.round(&loads(&[]), &LLC, &tasks);
+    assert_eq!(r.moves, vec![mv(1, 1, MoveKind::Upgrade)]);
+}
+
+#[test]
+fn busy_irq_cpu_upgrades_from_other_tier_into_the_llc_only() {
+    let mut p = policy(4);
+    // IRQ CPU 1 at 70% (not below --low-load-pct 50); its LLC siblings 0, 2, 3 at 60, 30, 20.
+    let l = loads(&[(1, 70.0), (0, 60.0), (2, 30.0), (3, 20.0)]);
+    let r = p.round(&l, &LLC, &[task(1, 5000, 1, 6), task(2, 4000, 1, 2)]);
+    // Task 1 (other tier) goes to the least loaded sibling, CPU 3; task 2 is already in the
+    // cache tier and the core is not free: it stays.
+    assert_eq!(r.moves, vec![mv(1, 3, MoveKind::Upgrade)]);
+}
+
+#[test]
+fn one_newcomer_per_target_cpu_most_intensive_first() {
+    let mut p = policy(4);
+    let r = p.round(
+        &loads(&[]),
+        &LLC,
+        &[task(1, 2000, 1, 2), task(2, 8000, 1, 3)],
+    );
+    assert_eq!(r.moves, vec![mv(2, 1, MoveKind::Upgrade)]);
+}
+
+// ---- step 3: shed ----
+
+#[test]
+fn shed_order_low_other_first_core_high_last() {
+    let mut p = policy(8);
+    // Everything runs on CPU 1, overloaded; CPU 1 is the IRQ CPU of tasks 10 and 11.
+    let mut tasks = vec![
+        task(10, 5000, 1, 1), // high, core: last
+        task(11, 500, 1, 1),  // middle, core
+        task(12, 500, 5, 1),  // middle, other
+        task(13, 50, 0, 1),   // low, cache
+        task(14, 60, 5, 1),   // low, other: first
+        task(15, 40, 5, 1),   // low, other, less intensive: before 14
+    ];
+    let l = loads(&[(1, 99.0)]);
+    let mut order = Vec::new();
+    for _ in 0..tasks.len() {
+        let r = p.round(&l, &LLC, &tasks);
+        let sheds: Vec<&Move> = r
+            .moves
+            .iter()
+            .filter(|m| m.kind == MoveKind::Shed)
+            .collect();
+        assert_eq!(
+            sheds.len(),
+            1,
+            "one shed per overloaded CPU per round: {r:?}"
+        );
+        order.push(sheds[0].tid);
+        // The task moved: it no longer runs on CPU 1.
+        let t = tasks.iter_mut().find(|t| t.tid == sheds[0].tid).unwrap();
+        t.cpu = sheds[0].cpu as i32;
+    }
+    assert_eq!(order, vec![15, 14, 13, 12, 11, 10]);
+}
+
+#[test]
+fn shed_target_prefers_the_irq_llc_then_anywhere_below_low_load() {
+    let mut p = policy(4);
+    // Task 1's IRQ CPU is 1 (LLC 0); it runs on overloaded CPU 2.
+    let t = [task(1, 50, 1, 2)];
+    let r = p.round(&loads(&[(2, 95.0), (3, 5.0)]), &LLC, &t);
+    assert_eq!(r.moves, vec![mv(1, 3, MoveKind::Shed)]);
+    assert_eq!(r.overloaded, vec![2]);
+
+    // LLC 0 all at or above 50%: anywhere, least loaded (CPU 6 at 1%).
+    let mut p = policy(4);
+    let l = vec![60.0, 70.0, 95.0, 55.0, 20.0, 30.0, 1.0, 40.0];
+    let r = p.round(&l, &LLC, &t);
+    assert_eq!(r.moves, vec![mv(1, 6, MoveKind::Shed)]);
+
+    // Nowhere below 50%: no move, but the CPU is still reported overloaded.
+    let mut p = policy(4);
+    let r = p.round(&[95.0; 8], &LLC, &t);
+    assert!(r.moves.is_empty());
+    assert_eq!(r.overloaded.len(), 8);
+}
+
+// ---- the cap ----
+
+#[test]
+fn moves_per_round_never_exceed_the_cap() {
+    // 6 upgrade candidates and 4 overloaded CPUs with a task each.
+    let mut tasks: Vec<TaskView> = (0..6)
+        .map(|i| task(i, 5000 + i as u32, 1, 4 + (i % 2)))
+        .collect();
+    tasks.extend((0..4).map(|i| task(100 + i, 10, 0, 4 + i)));
+    let l = vec![10.0, 10.0, 10.0, 10.0, 99.0, 98.0, 97.0, 96.0];
+    for cap in [0, 1, 2, 3, 5] {
+        let mut p = policy(cap);
+        let r = p.round(&l, &LLC, &tasks);
+        assert!(r.moves.len() <= cap, "cap {cap}: {:?}", r.moves);
+        if cap > 0 {
+            assert!(!r.moves.is_empty(), "cap {cap}: nothing moved");
+        }
+    }
+    // Cap 0 still adapts the boundaries.
+    let mut p = policy(0);
+    let r = p.round(&l, &LLC, &[task(1, 500, 4, 4)]);
+    assert!(r.moves.is_empty());
+    assert!(r.bounds.middle_min > INIT.middle_min);
+}
+
+#[test]
+fn a_move_is_not_repeated_within_repeat_rounds() {
+    let mut p = policy(4);
+    let t = [task(1, 5000, 1, 2)];
+    let l = loads(&[]);
+    assert_eq!(p.round(&l, &LLC, &t).moves.len(), 1);
+    for i in 1..REPEAT_ROUNDS {
+        assert!(p.round(&l, &LLC, &t).moves.is_empty(), "round {i}");
+    }
+    assert_eq!(
+        p.round(&l, &LLC, &t).moves,
+        vec![mv(1, 1, MoveKind::Upgrade)]
+    );
+}
+
+// ---- boundaries ----
+
+#[test]
+fn overload_raises_the_lowest_running_class_and_relaxes_back() {
+    let mut p = policy(4);
+    let hot = loads(&[(1, 99.0)]);
+    // Lowest class on CPU 1 is middle: middle_min rises by a quarter per round.
+    let mid = [task(1, 5000, 1, 1), task(2, 500, 1, 1)];
+    assert_eq!(
+        p.round(&hot, &LLC, &mid).bounds,
+        ClassBounds {
+            high_min: 1000,
+            middle_min: 125
+        }
+    );
+    assert_eq!(p.round(&hot, &LLC, &mid).bounds.middle_min, 156);
+    // Until task 2 (500) has dropped to low: then the lowest class there is low, and it stops.
+    for _ in 0..50 {
+        p.round(&hot, &LLC, &mid);
+    }
+    assert_eq!(
+        p.bounds(),
+        ClassBounds {
+            high_min: 1000,
+            middle_min: 590
+        }
+    );
+    // A middle task just under high_min: the boundary stops below high_min.
+    let mut p = policy(4);
+    let top = [task(1, 5000, 1, 1), task(2, 999, 1, 1)];
+    for _ in 0..50 {
+        p.round(&hot, &LLC, &top);
+    }
+    assert_eq!(
+        p.bounds(),
+        ClassBounds {
+            high_min: 1000,
+            middle_min: 999
+        }
+    );
+
+    // Only high-class tasks there: high_min rises, up to 10^6.
+    let mut p = policy(4);
+    let high = [task(1, 5000, 1, 1)];
+    assert_eq!(p.round(&hot, &LLC, &high).bounds.high_min, 1250);
+    // ...until the task (5000) has dropped out of high: 1000 * 1.25^n, first above 5000.
+    for _ in 0..100 {
+        p.round(&hot, &LLC, &high);
+    }
+    assert_eq!(p.bounds().high_min, 5956);
+    // The most intensive task possible: high_min stops at 10^6.
+    let mut p = policy(4);
+    for _ in 0..100 {
+        p.round(&hot, &LLC, &[task(1, 1_000_000, 1, 1)]);
+    }
+    assert_eq!(p.bounds().high_min, 1_000_000);
+
+    // A low-class task there: nothing to shrink, the boundaries stay.
+    let mut p = policy(4);
+    let low = [task(1, 5000, 1, 1), task(2, 50, 1, 1)];
+    assert_eq!(p.round(&hot, &LLC, &low).bounds, INIT);
+
+    // Load falls: back toward the initial values, a quarter of the distance per round,
+    // monotonically, ordered, and exactly there in the end.
+    let mut p = policy(4);
+    for _ in 0..8 {
+        p.round(&hot, &LLC, &mid);
+        p.round(&hot, &LLC, &high);
+    }
+    let raised = p.bounds();
+    assert!(raised.high_min > INIT.high_min && raised.middle_min > INIT.middle_min);
+    let mut prev = raised;
+    for _ in 0..200 {
+        let b = p.round(&loads(&[]), &LLC, &mid).bounds;
+        assert!(b.middle_min < b.high_min, "{b:?}");
+        assert!(b.high_min <= prev.high_min && b.middle_min <= prev.middle_min);
+        prev = b;
+    }
+    assert_eq!(p.bounds(), INIT);
+}
+
+// ---- /proc/stat ----
+
+const STAT0: &str = "cpu  100 0 100 800 0 0 0 0 0 0
+cpu0 10 0 10 80 0 0 0 0 0 0
+cpu1 0 0 0 100 0 0 0 0 0 0
+intr 12345 0 0
+ctxt 999
+";
+// CPU 0: +50 user, +20 irq, +10 softirq, +20 idle: 80% busy. CPU 1: +40 iowait, +60 idle, +50
+// guest (already inside user, which did not move): 0% busy.
+const STAT1: &str = "cpu  200 0 100 900 40 20 10 0 50 0
+cpu0 60 0 10 100 0 20 10 0 0 0
+cpu1 0 0 0 160 40 0 0 0 50 0
+intr 23456 0 0
+";
+
+#[test]
+fn proc_stat_busy_includes_irq_excludes_idle_iowait_and_guest() {
+    let a = parse_proc_stat(STAT0).unwrap();
+    let b = parse_proc_stat(STAT1).unwrap();
+    assert_eq!(a.len(), 2);
+    assert_eq!(busy_pct(&a, &b), vec![80.0, 0.0]);
+
+    let mut r = LoadReader::default();
+    r.update(STAT0).unwrap();
+    assert_eq!(r.update(STAT1).unwrap(), vec![80.0, 0.0]);
+    // No time passed: 0, not NaN.
+    assert_eq!(r.update(STAT1).unwrap(), vec![0.0, 0.0]);
+}
+
+#[test]
+fn proc_stat_bad_input_is_an_error() {
+    let e = parse_proc_stat("intr 1 2\n").unwrap_err().to_string();
+    assert!(e.contains("no per-CPU lines"), "{e}");
+    let e = parse_proc_stat("cpu0 1 x 3 4\n").unwrap_err().to_string();
+    assert!(e.contains("bad line"), "{e}");
+    let e = parse_proc_stat("cpu0 1 2\n").unwrap_err().to_string();
+    assert!(e.contains("too few columns"), "{e}");
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Issue #4 test 4 (the cap) and the agent's step 3 under overload: 5 paced senders on pair A
+# (ACKs -> CPU 1), each busy-waiting 50 us between sends, keep several CPUs above
+# --high-load-pct 60, so every 100 ms round the agent wants to shed tasks and raise a class
+# boundary. With --max-migrations 1, BPF applies at most one move per round (policy_round_max,
+# counted where moves are applied) and some moves are applied at all; with --max-migrations 0
+# none is applied, and the boundaries still move.
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+net_default
+bg ip netns exec cli "$PACER" sink 7001
+sleep 0.5
+
+# $1 = --max-migrations; prints nothing, leaves the scheduler log in /tmp/agent-$1.log.
+run_load() {
+	local pids=() i
+	sched_start --stats 1 --interval-ms 100 --max-migrations "$1" --low-load-pct 40 \
+		--high-load-pct 60 --class-bounds 2000,1000
+	for i in 1 2 3 4 5; do
+		"$PACER" send "$ADDR_A_CLI" 7001 50 6 64 >/dev/null &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	sched_stop || fail "sched_stop (max-migrations $1)"
+	cp "$SCHED_LOG" "/tmp/agent-$1.log"
+}
+round_max() { awk '/^agent: most moves in one round/ { v = $7 } END { print v + 0 }' "$1"; }
+total() { SCHED_LOG=$1 stats_total "$2"; }
+# Highest class_middle_min / class_high_min seen in any --stats report.
+max_bound() { awk -v f="$2" '/^classes high>=/ { split($2, h, "="); split($3, m, "="); v = (f == "high" ? h[2] : m[2]); if (v > x) x = v } END { print x + 0 }' "$1"; }
+
+run_load 1
+log1=/tmp/agent-1.log
+moves1=$(( $(total $log1 policy_sheds) + $(total $log1 policy_upgrades) ))
+log "cap 1: sheds $(total $log1 policy_sheds), upgrades $(total $log1 policy_upgrades), deferred $(total $log1 policy_deferred), most in one round $(round_max $log1)"
+check_ge "cap 1: agent moves applied" "$moves1" 1
+check_le "cap 1: most moves applied in one round" "$(round_max $log1)" 1
+check_ge "cap 1: highest class_middle_min (initial 1000)" "$(max_bound $log1 middle)" 1001
+
+run_load 0
+log0=/tmp/agent-0.log
+log "cap 0: sheds $(total $log0 policy_sheds), upgrades $(total $log0 policy_upgrades), deferred $(total $log0 policy_deferred)"
+check_eq "cap 0: agent moves applied" "$(( $(total $log0 policy_sheds) + $(total $log0 policy_upgrades) ))" 0
+check_eq "cap 0: most moves applied in one round" "$(round_max $log0)" 0
+check_ge "cap 0: highest class_middle_min (step 3 still adapts)" "$(max_bound $log0 middle)" 1001
+finish
