@@ -4,7 +4,7 @@
 # Bring a fresh Debian 12 machine to the state the build and the VM tests need. Idempotent:
 # when everything is present it only checks and returns in seconds.
 #
-#   scripts/deps.sh            apt packages, virtme-ng venv, guest kernels
+#   scripts/deps.sh            apt packages, virtme-ng + prometheus_client venv, guest kernels
 #   scripts/deps.sh --no-kernels
 #
 # What it touches on the host: one extra apt .sources file (trixie, trixie-backports, sid,
@@ -78,6 +78,11 @@ if [[ ! -x $venv/bin/vng ]]; then
 	log "virtme-ng 1.42 into $venv"
 	/usr/bin/python3 -m venv "$venv"
 	"$venv/bin/pip" install -q virtme-ng==1.42
+fi
+# The OpenMetrics parser that t_stats checks --format openmetrics against.
+if ! "$venv/bin/python3" -c 'import prometheus_client' 2>/dev/null; then
+	log "prometheus_client 0.21.1 into $venv"
+	"$venv/bin/pip" install -q prometheus_client==0.21.1
 fi
 
 # --- guest kernels --------------------------------------------------------------------------

@@ -34,6 +34,8 @@ TESTS=(
 	"t_intens.sh          default"
 	"t_stats.sh           default"
 	"t_agent_cap.sh       default"
+	"t_repin.sh           default"
+	"t_tui.sh             default"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

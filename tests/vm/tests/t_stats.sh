@@ -22,6 +22,22 @@ wait "$IPERF_CLIENT_PID" || true
 grep -q '^probe_recv' /tmp/monitor.txt && pass "monitor prints counters" || fail "monitor: $(head -5 /tmp/monitor.txt)"
 grep -q ' iperf3 ' /tmp/monitor.txt && pass "monitor task table lists iperf3" || fail "no iperf3 row"
 grep -q '^# EOF' /tmp/om.txt && pass "openmetrics scrape ends with # EOF" || fail "openmetrics: $(head -5 /tmp/om.txt)"
+# A real OpenMetrics parser (prometheus_client, installed by scripts/deps.sh) accepts the
+# first scrape, and sees the counters and the per-CPU gauges.
+awk '{ print } /^# EOF/ { exit }' /tmp/om.txt >/tmp/om1.txt
+if "$VM_TOP/.venv/bin/python3" - /tmp/om1.txt >/tmp/om-parse.txt 2>&1 <<'PY'; then
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+assert fams["miami_probe_recv"].type == "counter", fams["miami_probe_recv"].type
+assert fams["miami_cpu_load"].type == "gauge"
+assert len(fams["miami_cpu_load"].samples) == 8, fams["miami_cpu_load"].samples
+print(f"parsed {len(fams)} metric families")
+PY
+	pass "openmetrics parses: $(cat /tmp/om-parse.txt)"
+else
+	fail "openmetrics parser: $(tail -3 /tmp/om-parse.txt)"
+fi
 check_ge "openmetrics probe_recv total" "$(awk '$1 == "miami_probe_recv_total" { v = $2 } END { print v + 0 }' /tmp/om.txt)" 1
 sched_stop || fail "sched_stop"
 [[ -e $sock ]] && fail "socket left behind" || pass "socket removed on exit"
