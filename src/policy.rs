@@ -14,7 +14,9 @@
 //!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else
 //!    anywhere: low class before middle before high, other tier before cache before core, less
 //!    intensive first; so core-tier high-class tasks go last. One task per CPU per round: the
-//!    next round sees the new load. The boundaries move once per round in which some CPU is
+//!    next round sees the new load. The last network task on a CPU is never shed: shedding
+//!    settles contention between tasks, and one task with its own softirq on its IRQ CPU is the
+//!    placement MiAMI aims for, however busy that keeps the CPU. The boundaries move once per round in which some CPU is
 //!    overloaded: the lower boundary of the lowest class running on the most loaded CPU rises
 //!    by a quarter (the paper's "reducing the window size of the lowest class where processes
 //!    are running"), so that the least intensive of that class drop a class and give way first
@@ -244,7 +246,10 @@ impl Policy {
             if i == 0 {
                 self.adapt(victims.iter().map(|t| class(t)).max());
             }
-            if moves.len() >= budget {
+            // Shedding resolves contention between network tasks: the last one on a CPU stays,
+            // even when its own protocol work keeps that CPU busy (a single receiver and its
+            // softirq on the IRQ CPU are MiAMI's best case, not an overload to undo).
+            if moves.len() >= budget || victims.len() < 2 {
                 continue;
             }
             victims.sort_by_key(|t| {

@@ -22,6 +22,14 @@ tmux capture-pane -p -t tui >/tmp/tui-cpus.txt
 tmux send-keys -t tui Tab
 sleep 2
 tmux capture-pane -p -t tui >/tmp/tui-tasks.txt
+# CPU use of the TUI itself (a figure, not a check): utime+stime over its lifetime so far.
+tpid=$(pgrep -n -f -- "scx_miami --tui 0.5" || true)
+if [[ -n $tpid ]]; then
+	read -r ut st start < <(awk '{ print $14, $15, $22 }' "/proc/$tpid/stat")
+	hz=$(getconf CLK_TCK)
+	up=$(awk '{ print $1 }' /proc/uptime)
+	log "TUI CPU use: $(python3 -c "print(round(100 * ($ut + $st) / $hz / ($up - $start / $hz), 2))")% of one CPU over $(python3 -c "print(round($up - $start / $hz, 1))") s at 2 Hz (utime+stime)"
+fi
 tmux send-keys -t tui q
 for i in $(seq 50); do [[ -s /tmp/tui.rc ]] && break; sleep 0.1; done
 wait "$IPERF_CLIENT_PID" || true
