@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use miami::config::ClassBounds;
 use miami::stats::{AgentState, Counters, Sampler, Snapshot, TaskRow, STATS};
-use miami::tui::host::{busy_pct, nic_cpus, parse_proc_stat, CpuTimes};
+use miami::tui::host::nic_cpus;
 use miami::tui::{render, App, HostInfo, Metrics, SortKey, View, KEYS};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -477,34 +477,6 @@ fn resize_and_tiny_terminals_draw() {
             screen(&a, w, h);
         }
     }
-}
-
-#[test]
-fn proc_stat_busy_percent() {
-    let t0 = "cpu  10 0 10 80 0 0 0 0 0 0\n\
-              cpu0 5 0 5 40 0 0 0 0 0 0\n\
-              cpu1 5 0 5 40 0 0 0 0 0 0\nintr 1 2\n";
-    let t1 = "cpu  60 0 10 130 0 0 0 0 0 0\n\
-              cpu0 55 0 5 40 0 0 0 0 0 0\n\
-              cpu1 5 0 5 80 10 0 0 0 0 0\n";
-    let a = parse_proc_stat(t0);
-    assert_eq!(a.len(), 2);
-    assert_eq!(
-        a[&0],
-        CpuTimes {
-            busy: 10,
-            total: 50
-        }
-    );
-    let b = parse_proc_stat(t1);
-    let pct = busy_pct(&a, &b);
-    assert_eq!(pct[&0], 100.0);
-    // iowait is idle.
-    assert_eq!(pct[&1], 0.0);
-    assert!(
-        busy_pct(&b, &a).is_empty(),
-        "times going back give no value"
-    );
 }
 
 #[test]

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::irq::{self, Roots};
+use crate::load::LoadReader;
 use crate::topology::LlcMap;
 
 /// Host facts the views need besides the stats.
@@ -59,62 +60,11 @@ pub fn read_nic_cpus() -> BTreeMap<usize, Vec<String>> {
         .unwrap_or_default()
 }
 
-/// Busy and total jiffies of one CPU.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    pub busy: u64,
-    pub total: u64,
-}
-
-/// Per-CPU times from the text of /proc/stat (`cpuN user nice system idle iowait irq softirq
-/// steal ...`); idle and iowait are not busy. The aggregate `cpu` line is skipped.
-pub fn parse_proc_stat(text: &str) -> BTreeMap<usize, CpuTimes> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let Some(cpu) = it
-            .next()
-            .and_then(|h| h.strip_prefix("cpu"))
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        // guest and guest_nice (fields 9, 10) are already counted in user and nice.
-        let v: Vec<u64> = it.take(8).filter_map(|f| f.parse().ok()).collect();
-        if v.len() < 4 {
-            continue;
-        }
-        let total: u64 = v.iter().sum();
-        let idle = v[3] + v.get(4).copied().unwrap_or(0);
-        out.insert(
-            cpu,
-            CpuTimes {
-                busy: total - idle,
-                total,
-            },
-        );
-    }
-    out
-}
-
-/// Busy percent per CPU between two reads of /proc/stat.
-pub fn busy_pct(
-    prev: &BTreeMap<usize, CpuTimes>,
-    now: &BTreeMap<usize, CpuTimes>,
-) -> BTreeMap<usize, f64> {
-    now.iter()
-        .filter_map(|(&cpu, n)| {
-            let p = prev.get(&cpu)?;
-            let total = n.total.checked_sub(p.total)?;
-            let busy = n.busy.checked_sub(p.busy)?;
-            (total > 0).then(|| (cpu, (busy as f64 * 100.0 / total as f64).min(100.0)))
-        })
-        .collect()
-}
-
-/// /proc/stat now; empty if unreadable.
-pub fn read_proc_stat() -> BTreeMap<usize, CpuTimes> {
-    std::fs::read_to_string("/proc/stat")
-        .map(|t| parse_proc_stat(&t))
+/// Busy percent per CPU since @reader's previous read (src/load.rs, the agent's parser);
+/// empty if /proc/stat is unreadable.
+pub fn read_busy_pct(reader: &mut LoadReader) -> BTreeMap<usize, f64> {
+    reader
+        .read()
+        .map(|v| v.into_iter().enumerate().collect())
         .unwrap_or_default()
 }

@@ -114,7 +114,8 @@ fn connect(path: &Path, timeout: Duration) -> Result<StatsClient> {
 fn reader(path: PathBuf, period: Duration, tx: Sender<Feed>, stop: Arc<AtomicBool>) {
     let mut client: Option<StatsClient> = None;
     let mut irq_cpus: Option<Vec<usize>> = None;
-    let mut prev_stat = host::read_proc_stat();
+    let mut load = crate::load::LoadReader::default();
+    host::read_busy_pct(&mut load);
     let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -142,9 +143,7 @@ fn reader(path: PathBuf, period: Duration, tx: Sender<Feed>, stop: Arc<AtomicBoo
                 let nic_cpus = (reconnected || irq_cpus.as_ref() != Some(&metrics.irq_cpus))
                     .then(host::read_nic_cpus);
                 irq_cpus = Some(metrics.irq_cpus.clone());
-                let stat = host::read_proc_stat();
-                let busy_pct = host::busy_pct(&prev_stat, &stat);
-                prev_stat = stat;
+                let busy_pct = host::read_busy_pct(&mut load);
                 Feed::Sample {
                     metrics: Box::new(metrics),
                     busy_pct,

@@ -10,13 +10,18 @@ source "$(dirname "$0")/../guest/lib.sh"
 net_default
 ip netns exec cli iperf3 -s -p 5401 -B "$ADDR_A_CLI" -D --pidfile /tmp/cli-srv.pid
 sleep 0.5
+# The client sends for up to 60 s and is killed once the probe is done: the probe's Python can
+# take seconds to start under TCG, and its window must not run past the end of the transfer
+# (checked: the client is still running when the probe ends).
 run() {
-	iperf3 -c "$ADDR_A_CLI" -p 5401 -t 8 >"/tmp/$1-snd.out" 2>&1 &
+	iperf3 -c "$ADDR_A_CLI" -p 5401 -t 60 >"/tmp/$1-snd.out" 2>&1 &
 	local pid=$!
 	sleep 1.5
 	$PROBE --pids "$pid" --irq-cpu 1 --duration 5 --hz 100 --probe-cpu "$PROBE_CPU" --json \
 		>"/tmp/$1.json" 2>"/tmp/$1.txt" || true
-	wait "$pid" || true
+	check_eq "$1: sender still sending when the probe ended" "$(kill -0 "$pid" 2>/dev/null && echo yes)" yes
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 	echo "--- placement, $1:"; cat "/tmp/$1.txt"
 }
 run eevdf
