@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::{Counters, FieldDesc, OmType, Sample, DERIVED, STATS};
+use super::{Counters, CpuRow, FieldDesc, OmType, Sample, DERIVED, STATS};
 
 const PREFIX: &str = "miami_";
 
@@ -54,6 +54,9 @@ fn labels(pairs: &[(&str, String)]) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
+/// A per-CPU gauge family: name, unit, description, the column it reads.
+type CpuGauge = (&'static str, &'static str, &'static str, fn(&CpuRow) -> u64);
+
 /// @sample's fields, with @totals (counters since the scheduler started) for the counters.
 pub fn format_openmetrics(sample: &Sample, totals: &Counters) -> String {
     let mut out = String::new();
@@ -74,35 +77,27 @@ pub fn format_openmetrics(sample: &Sample, totals: &Counters) -> String {
         };
         let _ = writeln!(out, "{PREFIX}{}{suffix} {v}", f.name);
     }
-    header(
-        &mut out,
-        "cpu_irq",
-        OmType::Gauge,
-        "flag",
-        "1 if the CPU takes NIC receive IRQs, else 0",
-    );
-    for c in &sample.cpus {
-        let _ = writeln!(
-            out,
-            "{PREFIX}cpu_irq{} {}",
-            labels(&[("cpu", c.cpu.to_string())]),
-            c.irq
-        );
-    }
-    header(
-        &mut out,
-        "cpu_load",
-        OmType::Gauge,
-        "percent",
-        "busy share over the last agent round, hard and soft IRQ time included",
-    );
-    for c in &sample.cpus {
-        let _ = writeln!(
-            out,
-            "{PREFIX}cpu_load{} {}",
-            labels(&[("cpu", c.cpu.to_string())]),
-            c.load_pct
-        );
+    // One gauge family per per-CPU column, labelled by CPU.
+    let per_cpu: [CpuGauge; 2] = [
+        (
+            "cpu_irq",
+            "flag",
+            "1 if the CPU takes NIC receive IRQs, else 0",
+            |c| c.irq,
+        ),
+        (
+            "cpu_load",
+            "percent",
+            "busy share over the last agent round, hard and soft IRQ time included",
+            |c| c.load_pct,
+        ),
+    ];
+    for (name, unit, desc, value) in per_cpu {
+        header(&mut out, name, OmType::Gauge, unit, desc);
+        for c in &sample.cpus {
+            let l = labels(&[("cpu", c.cpu.to_string())]);
+            let _ = writeln!(out, "{PREFIX}{name}{l} {}", value(c));
+        }
     }
     header(
         &mut out,
