@@ -94,24 +94,25 @@ const volatile u32 cpu_llc[MIAMI_MAX_CPUS];	/* CPU -> LLC id, from scx_utils::To
 /* Slice for every task. 5 ms: long enough for throughput, short enough that a network task
  * queued behind a hog waits at most one slice. */
 const volatile u64 slice_ns = 5000000;
-/* Step 1: a network task silent this long is placed normally again. Default 1 s. Too short and
- * a paced sender drops in and out of its tier; too long and a finished one keeps it. */
-const volatile u64 release_ns = 1000000000;
 /* Network load (percent of a CPU) up to which a CPU has room for one more network task.
  * Default 80. Higher packs more network tasks onto the IRQ CPU; lower spreads them sooner. */
 const volatile u32 net_room_pct = 80;
 /* Window of the per-CPU load averages. Default 10 ms. */
 const volatile u64 load_win_ns = 10000000;
-/* Agent moves (policy_moves) applied per agent round at most (--max-migrations). Default 4.
- * The paper caps migrations per round because each one costs a cold cache. */
-const volatile u32 max_moves = 4;
 
 /*
- * Written by user space at run time (.bss). Class boundaries on intensiveness; the agent moves
- * them with load. Defaults here only matter before the loader writes its values.
+ * Written by user space at run time (.data): the class boundaries on intensiveness, which the
+ * agent moves with load, and the knobs a SIGHUP may change (--config). Defaults here only
+ * matter before the loader writes its values.
  */
 volatile u32 class_high_min = 100000;
 volatile u32 class_middle_min = 10000;
+/* Step 1: a network task silent this long is placed normally again. Default 1 s. Too short and
+ * a paced sender drops in and out of its tier; too long and a finished one keeps it. */
+volatile u64 release_ns = 1000000000;
+/* Agent moves (policy_moves) applied per agent round at most (--max-migrations). Default 4.
+ * The paper caps migrations per round because each one costs a cold cache. */
+volatile u32 max_moves = 4;
 /* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
 volatile u32 round_moves;
 
@@ -534,10 +535,15 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 		tier = tier_of(cpu, taskc->irq_cpu);
 		/*
 		 * Not placed by select_cpu() in a good tier (e.g. preempted), or away from the agent's
-		 * target (a move reaches a running task here, at its slice's end): place it now.
+		 * target (a move reaches a running task here, at its slice's end): place it now. So
+		 * is a class-high task in the cache tier whose IRQ CPU has network room: a task that
+		 * never sleeps (a bulk sender) only passes here, and would otherwise never claim its
+		 * core tier the way a waking one does in select_cpu().
 		 */
 		if (tier == MIAMI_TIER_OTHER || !cpu_allowed(p, cpu) ||
-		    (taskc->target_cpu >= 0 && taskc->target_cpu != cpu)) {
+		    (taskc->target_cpu >= 0 && taskc->target_cpu != cpu) ||
+		    (tier == MIAMI_TIER_CACHE && class_of(taskc->intens) == MIAMI_CLASS_HIGH &&
+		     cpu_allowed(p, taskc->irq_cpu) && has_room(taskc->irq_cpu, cpu, now))) {
 			bool idle;
 			s32 pick = pick_net_cpu(p, taskc, cpu, now, &idle);
 

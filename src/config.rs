@@ -197,3 +197,74 @@ impl Config {
         })
     }
 }
+
+/// What a --config file may set: the agent's tunables, the knobs that change without a reload
+/// of the BPF program. The rest (slice, intensiveness window, net room, NIC list) shape the
+/// loaded program or its maps and need a restart.
+pub const RUNTIME_OPTIONS: [&str; 7] = [
+    "interval-ms",
+    "release-after-ms",
+    "low-load-pct",
+    "high-load-pct",
+    "max-migrations",
+    "class-bounds",
+    "irq-refresh-ms",
+];
+
+/// @opts with the settings of a --config file's @text on top. Only the file's shape is checked
+/// here; the values go through Config::from_opts like the command line's.
+pub fn overlay(opts: &Opts, text: &str) -> Result<Opts, Invalid> {
+    let mut o = opts.clone();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |reason: String| Invalid {
+            option: "config",
+            reason: format!("line {}: {reason}", i + 1),
+        };
+        let (name, value) = line
+            .split_once('=')
+            .ok_or_else(|| bad(format!("'{line}' is not NAME = VALUE")))?;
+        let (name, value) = (name.trim().trim_start_matches("--"), value.trim());
+        let num = || -> Result<u64, Invalid> {
+            value
+                .parse()
+                .map_err(|_| bad(format!("{name}: '{value}' is not a whole number")))
+        };
+        let num32 = || num().map(|v| v.min(u32::MAX.into()) as u32);
+        match name {
+            "interval-ms" => o.interval_ms = num()?,
+            "release-after-ms" => o.release_after_ms = num()?,
+            "irq-refresh-ms" => o.irq_refresh_ms = num()?,
+            "low-load-pct" => o.low_load_pct = num32()?,
+            "high-load-pct" => o.high_load_pct = num32()?,
+            "max-migrations" => o.max_migrations = num32()?,
+            "class-bounds" => o.class_bounds = value.to_string(),
+            _ => {
+                return Err(bad(format!(
+                    "unknown setting '{name}' (a --config file may set: {})",
+                    RUNTIME_OPTIONS.join(", ")
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// The configuration: @opts validated, with its --config file (if any) on top. An error from a
+/// value of the file names the file.
+pub fn load(opts: &Opts) -> Result<Config, Invalid> {
+    let Some(path) = &opts.config else {
+        return Config::from_opts(opts);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| Invalid {
+        option: "config",
+        reason: format!("cannot read {}: {e}", path.display()),
+    })?;
+    Config::from_opts(&overlay(opts, &text)?).map_err(|e| Invalid {
+        reason: format!("{} (set in {})", e.reason, path.display()),
+        ..e
+    })
+}

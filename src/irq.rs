@@ -273,3 +273,72 @@ pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
 pub fn irq_cpus(nics: &[Nic]) -> BTreeSet<usize> {
     nics.iter().flat_map(|n| n.rx_cpus()).collect()
 }
+
+/// Receive steering done in software, which decouples protocol work from the NIC IRQ: RFS
+/// (net.core.rps_sock_flow_entries > 0) runs a flow's softirq on the CPU of the task that
+/// consumes it, and RPS (a non-empty rx-N/rps_cpus mask) hashes flows onto the CPUs of the mask.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Steering {
+    /// net.core.rps_sock_flow_entries; 0 when RFS is off or the file is missing.
+    pub rfs_flow_entries: u64,
+    /// (interface, rx queue, rps_cpus mask as the kernel shows it) with a non-empty mask.
+    pub rps: Vec<(String, String, String)>,
+}
+
+/// A hex CPU mask as sysfs shows it ("00000000,0000000f"); true when any bit is set.
+fn mask_nonzero(mask: &str) -> bool {
+    mask.chars().any(|c| c.is_ascii_hexdigit() && c != '0')
+}
+
+/// RFS and RPS settings for @nics.
+pub fn steering(roots: &Roots, nics: &[Nic]) -> Steering {
+    let rfs_flow_entries = read_trim(&roots.proc.join("sys/net/core/rps_sock_flow_entries"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut rps = Vec::new();
+    for nic in nics {
+        let dir = roots.sys.join("class/net").join(&nic.name).join("queues");
+        let Ok(rd) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut queues: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|q| q.starts_with("rx-"))
+            .collect();
+        queues.sort();
+        for q in queues {
+            if let Some(mask) = read_trim(&dir.join(&q).join("rps_cpus")) {
+                if mask_nonzero(&mask) {
+                    rps.push((nic.name.clone(), q, mask));
+                }
+            }
+        }
+    }
+    Steering {
+        rfs_flow_entries,
+        rps,
+    }
+}
+
+impl Steering {
+    /// What the settings mean for MiAMI's placement, one line each; empty when both are off.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.rfs_flow_entries > 0 {
+            lines.push(format!(
+                "RFS is on (net.core.rps_sock_flow_entries = {}): a flow's softirq follows the \
+                 CPU of the task that reads it, so a task's IRQ CPU (sk_incoming_cpu) is where \
+                 its protocol work really runs; the NIC IRQ map only says where hardirqs land",
+                self.rfs_flow_entries
+            ));
+        }
+        for (nic, q, mask) in &self.rps {
+            lines.push(format!(
+                "RPS on {nic} {q} (rps_cpus {mask}): its flows' softirq runs on the CPUs of that \
+                 mask, not on the IRQ CPU; sk_incoming_cpu follows it, the NIC IRQ map does not"
+            ));
+        }
+        lines
+    }
+}

@@ -106,6 +106,17 @@ pub struct Opts {
     #[arg(long, default_value_t = 1000)]
     pub irq_refresh_ms: u64,
 
+    /// Read the agent's tunables from FILE at start, and again on every SIGHUP.
+    ///
+    /// One `NAME = VALUE` per line, NAME a long option of this list: interval-ms,
+    /// release-after-ms, low-load-pct, high-load-pct, max-migrations, class-bounds,
+    /// irq-refresh-ms. `#` starts a comment. A value in the file overrides the same option on
+    /// the command line. On SIGHUP the file is validated like the command line; a bad file is
+    /// logged and the running values stay. Replaces the paper's /proc tuning files: retune
+    /// without a restart with `kill -HUP $(pidof scx_miami)`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+
     /// Print statistics every N seconds while running.
     #[arg(long, value_name = "SECS")]
     pub stats: Option<f64>,

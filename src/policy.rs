@@ -14,14 +14,17 @@
 //!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else
 //!    anywhere: low class before middle before high, other tier before cache before core, less
 //!    intensive first; so core-tier high-class tasks go last. One task per CPU per round: the
-//!    next round sees the new load. The last network task on a CPU is never shed: shedding
+//!    next round sees the new load. The last network task on a CPU is not shed: shedding
 //!    settles contention between tasks, and one task with its own softirq on its IRQ CPU is the
-//!    placement MiAMI aims for, however busy that keeps the CPU. The boundaries move once per round in which some CPU is
-//!    overloaded: the lower boundary of the lowest class running on the most loaded CPU rises
-//!    by a quarter (the paper's "reducing the window size of the lowest class where processes
-//!    are running"), so that the least intensive of that class drop a class and give way first
-//!    while the more intensive ones keep their tier. When no CPU is overloaded, each boundary
-//!    moves a quarter of the way back toward its initial value (--class-bounds).
+//!    placement MiAMI aims for, however busy that keeps the CPU; unless a task of a higher class
+//!    whose IRQ CPU this is waits in another tier. The boundaries move once per
+//!    round in which some CPU is overloaded by two or more network tasks: the lower boundary of
+//!    the lowest class running on the most loaded such CPU rises by a quarter (the paper's "reducing the window size of the
+//!    lowest class where processes are running"), so that the least intensive of that class
+//!    drop a class and give way first while the more intensive ones keep their tier. It never
+//!    rises past half the intensiveness of the most intensive task there (see adapt()). When no
+//!    CPU is overloaded, each boundary moves a quarter of the way back toward its initial value
+//!    (--class-bounds).
 //!
 //! The boundaries are global, not per IRQ CPU: a class decides who gives way when tasks of
 //! several NICs share an LLC, which only works if one intensiveness means one class everywhere;
@@ -166,6 +169,15 @@ impl Policy {
         self.bounds
     }
 
+    /// Switch to @cfg (a reloaded configuration). New initial bounds replace the current ones;
+    /// otherwise the boundaries keep their adapted values.
+    pub fn set_config(&mut self, cfg: PolicyConfig) {
+        if cfg.init_bounds != self.cfg.init_bounds {
+            self.bounds = cfg.init_bounds;
+        }
+        self.cfg = cfg;
+    }
+
     /// The least loaded CPU among @cands below @limit percent that is not @except; ties go to
     /// the lower id.
     fn least_loaded(
@@ -237,19 +249,34 @@ impl Policy {
             .filter(|&c| loads[c] > self.cfg.high_load_pct)
             .collect();
         overloaded.sort_by(|&a, &b| loads[b].total_cmp(&loads[a]).then(a.cmp(&b)));
-        for (i, &c) in overloaded.iter().enumerate() {
+        let mut adapted = false;
+        for &c in &overloaded {
             let mut victims: Vec<&TaskView> = active
                 .iter()
                 .copied()
                 .filter(|t| t.cpu as usize == c)
                 .collect();
-            if i == 0 {
-                self.adapt(victims.iter().map(|t| class(t)).max());
+            // The boundaries move for the most loaded CPU where network tasks contend.
+            if !adapted && victims.len() >= 2 {
+                adapted = true;
+                self.adapt(
+                    victims.iter().map(|t| class(t)).max(),
+                    victims.iter().map(|t| t.intens).max(),
+                );
             }
             // Shedding resolves contention between network tasks: the last one on a CPU stays,
             // even when its own protocol work keeps that CPU busy (a single receiver and its
-            // softirq on the IRQ CPU are MiAMI's best case, not an overload to undo).
-            if moves.len() >= budget || victims.len() < 2 {
+            // softirq on the IRQ CPU are MiAMI's best case, not an overload to undo). Unless
+            // that CPU is the IRQ CPU of a task of a higher class waiting in another tier: then
+            // the lone one is contending too, from the other side (in t_table3 a low-class
+            // sender kept the IRQ CPU that the bulk sender, class high, needed).
+            let waiting = |v: &TaskView| {
+                active
+                    .iter()
+                    .any(|t| t.irq_cpu as usize == c && t.cpu as usize != c && class(t) < class(v))
+            };
+            let contended = victims.len() >= 2 || victims.first().is_some_and(|v| waiting(v));
+            if moves.len() >= budget || !contended {
                 continue;
             }
             victims.sort_by_key(|t| {
@@ -315,15 +342,21 @@ impl Policy {
     /// Step 3's boundary move: raise the lower boundary of @lowest, the lowest class running
     /// on the most loaded CPU, by a quarter. Low has no lower boundary to raise: its tasks are
     /// the first to be shed anyway. The boundaries stay ordered and within 1..=10^6.
-    fn adapt(&mut self, lowest: Option<Class>) {
+    ///
+    /// The raise never passes half of @top, the intensiveness of the most intensive task on
+    /// that CPU. The paper shrinks the window "so that more communication-intensive processes
+    /// run with better affinity": that needs a more intensive task left to benefit. Without the
+    /// bound, a CPU that stays overloaded (one busy-polling sender is enough) would ratchet the
+    /// boundaries up until its own most intensive task is class low, the opposite of the goal
+    /// (Table III's bulk process C lost the core tier that way). Half, not all of it, so that
+    /// a task whose measured rate wobbles by tens of percent is not demoted by the noise.
+    fn adapt(&mut self, lowest: Option<Class>, top: Option<u32>) {
         let b = &mut self.bounds;
+        let cap = top.unwrap_or(0) / 2;
+        let raise = |v: u32, max: u32| (v + (v / 4).max(1)).min(max).max(v);
         match lowest {
-            Some(Class::Middle) => {
-                b.middle_min = (b.middle_min + (b.middle_min / 4).max(1)).min(b.high_min - 1);
-            }
-            Some(Class::High) => {
-                b.high_min = (b.high_min + (b.high_min / 4).max(1)).min(INTENS_MAX as u32);
-            }
+            Some(Class::Middle) => b.middle_min = raise(b.middle_min, cap.min(b.high_min - 1)),
+            Some(Class::High) => b.high_min = raise(b.high_min, cap.min(INTENS_MAX as u32)),
             Some(Class::Low) | None => {}
         }
     }

@@ -11,6 +11,7 @@ use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_task};
 use crate::bpf_intf::{policy_move, set_irq_cpu_arg};
 use crate::bpf_skel::*;
-use crate::config::Config;
+use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, format_cpu_list, Roots};
 use crate::load::LoadReader;
 use crate::policy::{Policy, PolicyConfig, TaskView};
@@ -33,6 +34,38 @@ use crate::stats::{
 const TASK_MAX_AGE_MS: u64 = 5000;
 /// Longest the run loop waits for a stats request before checking shutdown and timers.
 const TICK: Duration = Duration::from_millis(100);
+
+/// Set by SIGHUP; the run loop then re-reads the --config file.
+static RELOAD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sighup(_: libc::c_int) {
+    RELOAD.store(true, Ordering::Relaxed);
+}
+
+/// Route SIGHUP to a reload of the --config file instead of its default action, which would
+/// end the scheduler. The handler only stores an atomic flag (async-signal-safe).
+pub fn install_sighup() -> Result<()> {
+    let handler = on_sighup as extern "C" fn(libc::c_int);
+    // SAFETY: the handler is a plain function that only stores to a static atomic.
+    if unsafe { libc::signal(libc::SIGHUP, handler as libc::sighandler_t) } == libc::SIG_ERR {
+        bail!(
+            "installing the SIGHUP handler: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// The agent's configuration within @cfg.
+fn policy_config(cfg: &Config) -> PolicyConfig {
+    PolicyConfig {
+        low_load_pct: cfg.low_load_pct.into(),
+        high_load_pct: cfg.high_load_pct.into(),
+        release_after_ms: cfg.release_ns / 1_000_000,
+        max_moves: cfg.max_moves as usize,
+        init_bounds: cfg.bounds,
+    }
+}
 
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
 fn monotonic_ns() -> u64 {
@@ -72,12 +105,15 @@ pub fn check_host() -> Result<()> {
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
-    cfg: &'a Config,
+    /// The running configuration; a SIGHUP with --config replaces its agent tunables.
+    cfg: Config,
     roots: Roots,
     irq_cpus: BTreeSet<usize>,
     /// Whether the IRQ CPU set was read once; later changes count in nr_irq_changes.
     irq_cpus_known: bool,
     nr_irq_changes: u64,
+    /// RFS/RPS as last seen; logged when it changes.
+    steering: Option<irq::Steering>,
     nr_cpus: usize,
     /// LLC id per CPU, as given to BPF.
     cpu_llc: Vec<u32>,
@@ -93,7 +129,7 @@ pub struct Scheduler<'a> {
 
 impl<'a> Scheduler<'a> {
     pub fn init(
-        cfg: &'a Config,
+        cfg: &Config,
         verbose: bool,
         exit_dump_len: u32,
         open_object: &'a mut MaybeUninit<OpenObject>,
@@ -125,15 +161,15 @@ impl<'a> Scheduler<'a> {
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
         rodata.cpu_llc[..llcs.cpu_llc.len()].copy_from_slice(&llcs.cpu_llc);
         rodata.slice_ns = cfg.slice_ns;
-        rodata.release_ns = cfg.release_ns;
         rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;
-        rodata.max_moves = cfg.max_moves;
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();
         data.class_high_min = cfg.bounds.high_min;
         data.class_middle_min = cfg.bounds.middle_min;
+        data.release_ns = cfg.release_ns;
+        data.max_moves = cfg.max_moves;
 
         let mut skel = scx_ops_load!(skel, miami_ops, uei)?;
 
@@ -149,20 +185,15 @@ impl<'a> Scheduler<'a> {
         let mut sched = Self {
             skel,
             link,
-            cfg,
+            cfg: cfg.clone(),
             roots: Roots::default(),
             irq_cpus: BTreeSet::new(),
             irq_cpus_known: false,
             nr_irq_changes: 0,
+            steering: None,
             nr_cpus: llcs.cpu_llc.len(),
             cpu_llc: llcs.cpu_llc.clone(),
-            policy: Policy::new(PolicyConfig {
-                low_load_pct: cfg.low_load_pct.into(),
-                high_load_pct: cfg.high_load_pct.into(),
-                release_after_ms: cfg.release_ns / 1_000_000,
-                max_moves: cfg.max_moves as usize,
-                init_bounds: cfg.bounds,
-            }),
+            policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
@@ -213,6 +244,17 @@ impl<'a> Scheduler<'a> {
     /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF.
     fn refresh_irqs(&mut self) -> Result<()> {
         let nics = irq::discover(&self.roots, &self.cfg.nics)?;
+        let steering = irq::steering(&self.roots, &nics);
+        if self.steering.as_ref() != Some(&steering) {
+            let lines = steering.describe();
+            if lines.is_empty() && self.steering.is_some() {
+                info!("RFS and RPS are off now: softirq runs where the NIC IRQs land");
+            }
+            for l in lines {
+                info!("{l}");
+            }
+            self.steering = Some(steering);
+        }
         let cpus = irq::irq_cpus(&nics);
         if cpus == self.irq_cpus && self.irq_cpus_known {
             return Ok(());
@@ -378,37 +420,114 @@ impl<'a> Scheduler<'a> {
         uei_exited!(&self.skel, uei)
     }
 
+    /// Take the agent tunables of @new (a reloaded --config) into the running scheduler: the
+    /// periods at their next round, the thresholds, cap and initial class bounds in the policy,
+    /// the release threshold and cap in BPF's .data. New initial bounds also reset the current
+    /// ones. Logs what changed.
+    pub fn reconfigure(&mut self, new: &Config) {
+        let old = &self.cfg;
+        let mut changed = Vec::new();
+        let mut note = |name: &str, a: String, b: String| {
+            if a != b {
+                changed.push(format!("{name} {a} -> {b}"));
+            }
+        };
+        let ms = |ns: u64| (ns / 1_000_000).to_string();
+        let bounds = |b: ClassBounds| format!("{},{}", b.high_min, b.middle_min);
+        note(
+            "interval-ms",
+            old.interval_ms.to_string(),
+            new.interval_ms.to_string(),
+        );
+        note("release-after-ms", ms(old.release_ns), ms(new.release_ns));
+        note(
+            "low-load-pct",
+            old.low_load_pct.to_string(),
+            new.low_load_pct.to_string(),
+        );
+        note(
+            "high-load-pct",
+            old.high_load_pct.to_string(),
+            new.high_load_pct.to_string(),
+        );
+        note(
+            "max-migrations",
+            old.max_moves.to_string(),
+            new.max_moves.to_string(),
+        );
+        note("class-bounds", bounds(old.bounds), bounds(new.bounds));
+        note(
+            "irq-refresh-ms",
+            old.irq_refresh_ms.to_string(),
+            new.irq_refresh_ms.to_string(),
+        );
+        if changed.is_empty() {
+            info!("reconfigured: nothing changed");
+            return;
+        }
+        let data = self.skel.maps.data_data.as_mut().unwrap();
+        data.release_ns = new.release_ns;
+        data.max_moves = new.max_moves;
+        if new.max_moves != old.max_moves {
+            // "Most moves in one round" is judged against the cap in force.
+            self.agent = AgentState {
+                max_moves: new.max_moves.into(),
+                ..Default::default()
+            };
+        }
+        self.policy.set_config(policy_config(new));
+        let b = self.policy.bounds();
+        (data.class_high_min, data.class_middle_min) = (b.high_min, b.middle_min);
+        self.cfg = new.clone();
+        info!("reconfigured: {}", changed.join(", "));
+    }
+
     /// Run until @shutdown or until the kernel ejects the scheduler; detach and report why.
-    pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
-        let irq_period = Duration::from_millis(self.cfg.irq_refresh_ms);
+    /// On SIGHUP (see install_sighup()), @reload gives the configuration to switch to: None
+    /// without a --config file, an error for a file that does not validate.
+    pub fn run(
+        &mut self,
+        shutdown: Arc<AtomicBool>,
+        reload: &dyn Fn() -> Option<Result<Config, Invalid>>,
+    ) -> Result<UserExitInfo> {
         let stats_period = self.cfg.stats_interval_s.map(Duration::from_secs_f64);
-        let agent_period = Duration::from_millis(self.cfg.interval_ms);
-        let (mut next_irq, mut next_stats) = (Instant::now() + irq_period, Instant::now());
+        let irq_period = |cfg: &Config| Duration::from_millis(cfg.irq_refresh_ms);
+        let agent_period = |cfg: &Config| Duration::from_millis(cfg.interval_ms);
+        let mut next_irq = Instant::now() + irq_period(&self.cfg);
+        let mut next_stats = Instant::now();
         let mut next_agent = Instant::now();
         let mut sampler = Sampler::default();
         let channels = self.stats_server.as_ref().map(|s| s.channels());
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
+            if RELOAD.swap(false, Ordering::Relaxed) {
+                match reload() {
+                    Some(Ok(cfg)) => self.reconfigure(&cfg),
+                    Some(Err(e)) => warn!("SIGHUP: {e}; the running values stay"),
+                    None => warn!("SIGHUP: no --config file to re-read; nothing changed"),
+                }
+            }
             let now = Instant::now();
             if now >= next_irq {
                 if let Err(e) = self.refresh_irqs() {
                     warn!("IRQ map refresh failed: {e:#}");
                 }
-                next_irq = now + irq_period;
+                next_irq = now + irq_period(&self.cfg);
             }
             if now >= next_agent {
                 if let Err(e) = self.agent_round() {
                     warn!("agent round failed: {e:#}");
                 }
-                next_agent = now + agent_period;
+                next_agent = now + agent_period(&self.cfg);
             }
             if let Some(p) = stats_period {
                 if now >= next_stats {
-                    // The same Sample and report a --monitor client prints.
-                    print!(
-                        "{}",
-                        sampler.sample(&self.snapshot()).report(p.as_secs_f64())
-                    );
+                    // The same Sample and report a --monitor client prints. A closed stdout
+                    // must not take the scheduler down (print! would panic): the report is
+                    // dropped, scheduling goes on.
+                    let report = sampler.sample(&self.snapshot()).report(p.as_secs_f64());
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(report.as_bytes()).and_then(|_| out.flush());
                     next_stats = now + p;
                 }
             }

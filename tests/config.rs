@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Host tests of the command line (clap) and its one validation step (`Config::from_opts`):
-//! every rejected value names its option, and units are converted once (us/ms -> ns).
+//! every rejected value names its option, and units are converted once (us/ms -> ns). Also the
+//! --config file that SIGHUP re-reads.
 
 use clap::Parser;
-use miami::config::{ClassBounds, Config, Invalid, INTENS_MAX};
+use miami::config::{load, overlay, ClassBounds, Config, Invalid, INTENS_MAX, RUNTIME_OPTIONS};
 use miami::opts::{Opts, OutputFormat};
 
 fn opts(args: &[&str]) -> Opts {
@@ -460,5 +461,116 @@ fn agent_knobs() {
         &["--max-migrations", "257"],
         "max-migrations",
         &["257 moves", "0..=256"],
+    );
+}
+
+// ---- --config FILE (re-read on SIGHUP) ----
+
+/// A --config file with @text in a fresh temporary directory; returns its path.
+fn config_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("miami-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn config_file_sets_every_runtime_option_over_the_command_line() {
+    let text = "# agent tunables
+interval-ms = 250
+release-after-ms=2000   # trailing comment
+--low-load-pct = 30
+high-load-pct = 70
+
+max-migrations = 0
+class-bounds = 5000, 400
+irq-refresh-ms = 500
+";
+    let base = opts(&["--interval-ms", "100", "--slice-us", "2000"]);
+    let o = overlay(&base, text).unwrap();
+    let c = Config::from_opts(&o).unwrap();
+    assert_eq!(
+        (
+            c.interval_ms,
+            c.release_ns,
+            c.low_load_pct,
+            c.high_load_pct,
+            c.max_moves
+        ),
+        (250, 2_000_000_000, 30, 70, 0)
+    );
+    assert_eq!(
+        c.bounds,
+        ClassBounds {
+            high_min: 5000,
+            middle_min: 400
+        }
+    );
+    assert_eq!(c.irq_refresh_ms, 500);
+    // What the file does not set stays as on the command line.
+    assert_eq!(c.slice_ns, 2_000_000);
+    // Every option the file may set is named in --help's text of --config.
+    let help = {
+        use clap::CommandFactory;
+        Opts::command().render_long_help().to_string()
+    };
+    let cfg_help = &help[help.find("--config").unwrap()..];
+    for name in RUNTIME_OPTIONS {
+        let help = &cfg_help[..cfg_help.find("--stats").unwrap()];
+        assert!(help.contains(name), "--config help does not name {name}");
+    }
+
+    // load() reads the file named by --config; an empty file changes nothing.
+    let p = config_file("ok.conf", "interval-ms = 300\n");
+    let c = load(&opts(&["--config", p.to_str().unwrap()])).unwrap();
+    assert_eq!(c.interval_ms, 300);
+    let p = config_file("empty.conf", "# nothing\n\n");
+    assert_eq!(
+        load(&opts(&["--config", p.to_str().unwrap()])).unwrap(),
+        config(&[]).unwrap()
+    );
+}
+
+#[test]
+fn config_file_errors_name_the_line_or_the_file() {
+    let base = opts(&[]);
+    let shape = |text: &str, mentions: &[&str]| {
+        let e = overlay(&base, text).expect_err(text);
+        assert_eq!(e.option, "config", "{e}");
+        let msg = e.to_string();
+        for m in mentions {
+            assert!(msg.contains(m), "'{msg}' does not mention '{m}'");
+        }
+    };
+    shape("interval-ms 200", &["line 1", "not NAME = VALUE"]);
+    shape(
+        "\n# c\nslice-us = 100",
+        &["line 3", "unknown setting 'slice-us'", "interval-ms"],
+    );
+    shape(
+        "max-migrations = many",
+        &["line 1", "'many' is not a whole number"],
+    );
+    shape("low-load-pct = -5", &["'-5' is not a whole number"]);
+
+    // Values are validated like the command line's, and the message names the file.
+    let p = config_file("bad.conf", "low-load-pct = 95\nhigh-load-pct = 60\n");
+    let e = load(&opts(&["--config", p.to_str().unwrap()])).unwrap_err();
+    assert_eq!(e.option, "low-load-pct");
+    let msg = e.to_string();
+    assert!(msg.contains("must be below --high-load-pct"), "{msg}");
+    assert!(msg.contains(&format!("(set in {})", p.display())), "{msg}");
+    let p = config_file("bounds.conf", "class-bounds = 10,20\n");
+    let e = load(&opts(&["--config", p.to_str().unwrap()])).unwrap_err();
+    assert_eq!(e.option, "class-bounds", "{e}");
+
+    // A file that cannot be read.
+    let e = load(&opts(&["--config", "/nonexistent/miami.conf"])).unwrap_err();
+    assert_eq!(e.option, "config");
+    assert!(
+        e.to_string()
+            .contains("cannot read /nonexistent/miami.conf"),
+        "{e}"
     );
 }

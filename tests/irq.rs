@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Host tests of `miami::irq`: CPU lists, /proc/interrupts parsing, queue kinds, and NIC IRQ
-//! discovery on the fixture sysfs/procfs trees under tests/fixtures.
+//! discovery and RFS/RPS detection on the fixture sysfs/procfs trees under tests/fixtures.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use miami::irq::{
-    discover, format_cpu_list, irq_affinity, irq_cpus, parse_cpu_list, parse_proc_interrupts, Nic,
-    QueueKind, Roots,
+    discover, format_cpu_list, irq_affinity, irq_cpus, parse_cpu_list, parse_proc_interrupts,
+    steering, Nic, QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {
@@ -358,4 +358,42 @@ fn discover_intx_nic_behind_pcie_port() {
     let e = nic(&nics, "eth2");
     assert_eq!(e.irqs.iter().map(|i| i.irq).collect::<Vec<_>>(), [16]);
     assert_eq!(e.rx_cpus(), set(&[1]));
+}
+
+// ---- RFS / RPS ----
+
+#[test]
+fn steering_reports_rfs_and_nonempty_rps_masks_only() {
+    let r = roots("host");
+    let nics = discover(&r, &[]).unwrap();
+    let st = steering(&r, &nics);
+    // eth0 rx-0 "00" and enp0s10 rx-0 "00000000,00000000" are off; tx queues are not RPS.
+    assert_eq!(
+        st,
+        Steering {
+            rfs_flow_entries: 32768,
+            rps: vec![("eth0".into(), "rx-1".into(), "0f".into())],
+        }
+    );
+    let lines = st.describe();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("RFS is on (net.core.rps_sock_flow_entries = 32768)"));
+    assert!(lines[0].contains("sk_incoming_cpu"), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with("RPS on eth0 rx-1 (rps_cpus 0f)"),
+        "{}",
+        lines[1]
+    );
+    // Only the NICs asked for are looked at.
+    let only_virtio = discover(&r, &["enp0s10".into()]).unwrap();
+    assert!(steering(&r, &only_virtio).rps.is_empty());
+}
+
+#[test]
+fn steering_off_when_the_files_are_absent() {
+    let r = roots("intx-behind-port");
+    let nics = discover(&r, &[]).unwrap();
+    let st = steering(&r, &nics);
+    assert_eq!(st, Steering::default());
+    assert!(st.describe().is_empty());
 }

@@ -5,7 +5,7 @@
 
 use miami::config::ClassBounds;
 use miami::load::{busy_pct, parse_proc_stat, LoadReader};
-use miami::policy::{Move, MoveKind, Policy, PolicyConfig, TaskView, REPEAT_ROUNDS};
+use miami::policy::{Class, Move, MoveKind, Policy, PolicyConfig, TaskView, REPEAT_ROUNDS};
 
 /// Two LLCs: CPUs 0-3 and 4-7.
 const LLC: [u32; 8] = [0, 0, 0, 0, 1, 1, 1, 1];
@@ -148,6 +148,22 @@ fn a_single_task_with_its_softirq_is_not_shed() {
 }
 
 #[test]
+fn a_lone_task_gives_way_to_a_higher_class_waiting_for_its_irq_cpu() {
+    // Task 1 (low) alone on CPU 0, the IRQ CPU of task 2 (high), which runs in the cache tier
+    // on CPU 2 (Table III: a paced sender on the core, the bulk sender waiting beside it).
+    let l = loads(&[(0, 100.0), (2, 95.0)]);
+    let lone = task(1, 50, 0, 0);
+    let waiting = task(2, 5000, 0, 2);
+    let r = policy(4).round(&l, &LLC, &[lone.clone(), waiting.clone()]);
+    assert_eq!(r.moves, vec![mv(1, 1, MoveKind::Shed)], "{r:?}");
+    // Not for a waiting task of the same class or lower, nor one with another IRQ CPU.
+    for w in [task(2, 60, 0, 2), task(2, 5000, 4, 2)] {
+        let r = policy(4).round(&l, &LLC, &[lone.clone(), w.clone()]);
+        assert!(r.moves.iter().all(|m| m.tid != 1), "{w:?}: {r:?}");
+    }
+}
+
+#[test]
 fn shed_target_prefers_the_irq_llc_then_anywhere_below_low_load() {
     let mut p = policy(4);
     // Task 1's IRQ CPU is 1 (LLC 0); it runs on overloaded CPU 2 next to task 2, which needs
@@ -190,7 +206,7 @@ fn moves_per_round_never_exceed_the_cap() {
     }
     // Cap 0 still adapts the boundaries.
     let mut p = policy(0);
-    let r = p.round(&l, &LLC, &[task(1, 500, 4, 4)]);
+    let r = p.round(&l, &LLC, &[task(1, 500, 4, 4), task(2, 600, 4, 4)]);
     assert!(r.moves.is_empty());
     assert!(r.bounds.middle_min > INIT.middle_min);
 }
@@ -251,21 +267,52 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
         }
     );
 
-    // Only high-class tasks there: high_min rises, up to 10^6.
+    // Only high-class tasks there: high_min rises, but never past half the most intensive
+    // task's intensiveness, so that task keeps its class however long the overload lasts.
     let mut p = policy(4);
-    let high = [task(1, 5000, 1, 1)];
+    let high = [task(1, 5000, 1, 1), task(2, 4000, 1, 1)];
     assert_eq!(p.round(&hot, &LLC, &high).bounds.high_min, 1250);
-    // ...until the task (5000) has dropped out of high: 1000 * 1.25^n, first above 5000.
     for _ in 0..100 {
         p.round(&hot, &LLC, &high);
     }
-    assert_eq!(p.bounds().high_min, 5956);
-    // The most intensive task possible: high_min stops at 10^6.
+    assert_eq!(p.bounds().high_min, 2500);
+    assert_eq!(p.bounds().class_of(4000), Class::High);
+    // Two high-class tasks far apart: the less intensive one drops (to middle, then on to low
+    // as middle becomes the lowest class there), the more intensive one never does.
+    let mut p = policy(4);
+    let pair = [task(1, 8000, 1, 1), task(2, 1500, 1, 1)];
+    for _ in 0..100 {
+        p.round(&hot, &LLC, &pair);
+    }
+    let b = p.bounds();
+    assert_eq!(
+        b,
+        ClassBounds {
+            high_min: 1562,
+            middle_min: 1561
+        }
+    );
+    assert_eq!(b.class_of(1500), Class::Low);
+    assert_eq!(b.class_of(8000), Class::High);
+    // The most intensive tasks possible: high_min stops at half of 10^6.
     let mut p = policy(4);
     for _ in 0..100 {
-        p.round(&hot, &LLC, &[task(1, 1_000_000, 1, 1)]);
+        p.round(
+            &hot,
+            &LLC,
+            &[task(1, 1_000_000, 1, 1), task(2, 1_000_000, 1, 1)],
+        );
     }
-    assert_eq!(p.bounds().high_min, 1_000_000);
+    assert_eq!(p.bounds().high_min, 500_000);
+    // A single network task on the overloaded CPU: nothing contends, nothing moves, however
+    // long the overload lasts (a lone bulk sender lost class high that way in t_table3).
+    let mut p = policy(4);
+    for lone in [task(1, 800, 1, 1), task(1, 5000, 1, 1)] {
+        for _ in 0..100 {
+            p.round(&hot, &LLC, std::slice::from_ref(&lone));
+        }
+        assert_eq!(p.bounds(), INIT, "{lone:?}");
+    }
 
     // A low-class task there: nothing to shrink, the boundaries stay.
     let mut p = policy(4);

@@ -207,11 +207,16 @@ pub fn monitor(
                 .map(|(a, b)| a + b)
                 .collect(),
         );
-        match format {
-            OutputFormat::Text => print!("{}", sample.report(interval.as_secs_f64())),
-            OutputFormat::Openmetrics => print!("{}", format_openmetrics(&sample, &totals)),
+        let text = match format {
+            OutputFormat::Text => sample.report(interval.as_secs_f64()),
+            OutputFormat::Openmetrics => format_openmetrics(&sample, &totals),
+        };
+        let mut out = std::io::stdout().lock();
+        match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            // The reader went away (`| head`, a script that has what it needs): done, quietly.
+            Err(e) if e.kind() == ErrorKind::BrokenPipe => return Ok(()),
+            r => r.context("writing to stdout")?,
         }
-        std::io::stdout().flush()?;
     }
     Ok(())
 }

@@ -12,9 +12,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use log::error;
-use miami::config::Config;
+use miami::config::{self, Config};
 use miami::opts::Opts;
-use miami::scheduler::{check_host, Scheduler};
+use miami::scheduler::{check_host, install_sighup, Scheduler};
 
 /// Exit code for a command line that cannot be used.
 const EXIT_USAGE: u8 = 2;
@@ -34,13 +34,22 @@ fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
         return miami::tui::run(path, Duration::from_secs_f64(secs), &shutdown);
     }
     check_host()?;
+    install_sighup()?;
 
+    let reload = || opts.config.as_ref().map(|_| config::load(opts));
+    let mut cfg = cfg.clone();
     let mut open_object = MaybeUninit::uninit();
     loop {
-        let mut sched = Scheduler::init(cfg, opts.verbose, opts.exit_dump_len, &mut open_object)?;
-        let uei = sched.run(shutdown.clone())?;
+        let mut sched = Scheduler::init(&cfg, opts.verbose, opts.exit_dump_len, &mut open_object)?;
+        let uei = sched.run(shutdown.clone(), &reload)?;
         if !uei.should_restart() {
             return Ok(());
+        }
+        // The restarted instance starts from the --config file as it is now, if it is valid.
+        match reload() {
+            Some(Ok(c)) => cfg = c,
+            Some(Err(e)) => log::warn!("{e}; restarting with the previous values"),
+            None => {}
         }
         log::info!("the kernel asked for a restart; loading again");
     }
@@ -70,7 +79,7 @@ fn main() -> ExitCode {
         simplelog::ColorChoice::Never,
     );
 
-    let cfg = match Config::from_opts(&opts) {
+    let cfg = match config::load(&opts) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("scx_miami: {e}");

@@ -276,6 +276,8 @@ vm_reset() {
 #                        ns, clients in ns cli); once all are streaming, probes them for SECS-2 s,
 #                        each against its own NIC's IRQ CPU: /tmp/LABEL.json
 # stats_total NAME       NAME in the totals that scx_miami logs when it stops ($SCHED_LOG)
+# wait_streaming PID...  wait (at most 30 s) until every iperf3 server PID has its stream
+#                        thread (iperf3 >= 3.16: one thread per stream); logs how many do
 PACER=$VM_TOP/target/tools/pacer
 PROBE_CPU=${PROBE_CPU:-6}
 net_default() {
@@ -284,6 +286,16 @@ net_default() {
 	pin_irq "$IRQ_B" 5
 	pin_irq "$IRQ_A_CLI" 7
 	pin_irq "$IRQ_B_CLI" 3
+}
+wait_streaming() {
+	local p t up=0 i
+	for ((i = 0; i < 150; i++)); do
+		up=0
+		for p in "$@"; do t=("/proc/$p/task/"*); ((${#t[@]} >= 2)) && up=$((up + 1)); done
+		((up == $#)) && break
+		sleep 0.2
+	done
+	log "$up of $# receivers streaming"
 }
 jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 receivers_run() {

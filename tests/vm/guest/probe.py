@@ -7,7 +7,8 @@ it judges EEVDF, scx_miami and peer schedulers alike.
 
 Usage:
   probe.py (--pids PID[,PID...] | --comm NAME) --duration SEC [--hz 200] [--irq-cpu N]
-           [--irq-cpu-of PID=CPU ...] [--llc "0-3,4-7"] [--probe-cpu N] [--json] [--out FILE]
+           [--irq-cpu-of PID=CPU ...] [--irq-of PID=IRQ ...] [--llc "0-3,4-7"]
+           [--probe-cpu N] [--json] [--out FILE]
 
 Method:
   Every 1/hz s each thread of each PID (/proc/PID/task/TID, thread list refreshed every
@@ -29,6 +30,10 @@ Method:
 
 Tiers relative to a process's IRQ CPU c (--irq-cpu, or --irq-cpu-of PID=CPU per process):
   core  = c itself; cache = the other CPUs sharing c's LLC; other = all remaining CPUs.
+  --irq-of PID=IRQ follows a moving IRQ instead (irqbalance): c is the first CPU of
+  /proc/irq/IRQ/effective_affinity_list (smp_affinity_list if absent), re-read with the thread
+  list, and each runtime delta is put in a tier against the c of that moment. The JSON then
+  gives "irq_cpu" as the last c and "irq_cpus_seen" as every c in order.
   LLC groups: --llc "0-3,4-7", default read from /sys/devices/system/cpu/cpu*/cache/index3.
 
 Output: a human table (stdout, or stderr with --json) and with --json one JSON object:
@@ -136,29 +141,62 @@ def find_comm(name):
     return pids
 
 
+def irq_first_cpu(irq):
+    for f in ("effective_affinity_list", "smp_affinity_list"):
+        try:
+            with open(f"/proc/irq/{irq}/{f}") as fh:
+                return parse_cpulist(fh.read().strip())[0]
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def tier_of(cpu, irq_cpu, llcs):
+    llc = next((g for g in llcs if irq_cpu in g), [irq_cpu])
+    return "core" if cpu == irq_cpu else "cache" if cpu in llc else "other"
+
+
 class Acc:
     def __init__(self):
         self.cpu = {}
         self.migrations = 0
         self.threads = set()
+        # With --irq-of: runtime per tier against the IRQ CPU of the moment, and every such CPU.
+        self.tier = None
+        self.irq_seen = []
 
-    def add(self, cpu, ns):
+    def add(self, cpu, ns, irq_cpu=None, llcs=None):
         self.cpu[cpu] = self.cpu.get(cpu, 0) + ns
+        if irq_cpu is not None:
+            self.tier = self.tier or {"core": 0, "cache": 0, "other": 0}
+            self.tier[tier_of(cpu, irq_cpu, llcs)] += ns
 
 
 def tiers(cpu_ns, irq_cpu, llcs):
     if irq_cpu is None:
         return None
-    llc = next((g for g in llcs if irq_cpu in g), [irq_cpu])
     t = {"core": 0, "cache": 0, "other": 0}
     for c, ns in cpu_ns.items():
-        t["core" if c == irq_cpu else "cache" if c in llc else "other"] += ns
+        t[tier_of(c, irq_cpu, llcs)] += ns
     tot = sum(t.values())
     return {k: (v / tot if tot else 0.0) for k, v in t.items()}
 
 
 def summary(acc, irq_cpu, llcs, comm):
     tot = sum(acc.cpu.values())
+    if acc.irq_seen:
+        t = acc.tier or {"core": 0, "cache": 0, "other": 0}
+        tt = sum(t.values())
+        return {
+            "comm": comm,
+            "irq_cpu": acc.irq_seen[-1],
+            "irq_cpus_seen": acc.irq_seen,
+            "threads": len(acc.threads),
+            "runtime_ns": tot,
+            "cpu": {str(c): (ns / tot if tot else 0.0) for c, ns in sorted(acc.cpu.items())},
+            "tiers": {k: (v / tt if tt else 0.0) for k, v in t.items()},
+            "migrations": acc.migrations,
+        }
     return {
         "comm": comm,
         "irq_cpu": irq_cpu,
@@ -179,6 +217,8 @@ def main():
     ap.add_argument("--hz", type=float, default=200)
     ap.add_argument("--irq-cpu", type=int)
     ap.add_argument("--irq-cpu-of", action="append", default=[], metavar="PID=CPU")
+    ap.add_argument("--irq-of", action="append", default=[], metavar="PID=IRQ",
+                    help="follow IRQ's current CPU as PID's IRQ CPU")
     ap.add_argument("--llc", help='LLC groups, e.g. "0-3,4-7" (default: from sysfs)')
     ap.add_argument("--probe-cpu", help="pin the probe itself to these CPUs (cpulist)")
     ap.add_argument("--spin-us", type=float, default=0)
@@ -193,6 +233,11 @@ def main():
     for spec in a.irq_cpu_of:
         p, c = spec.split("=")
         irq_of[int(p)] = int(c)
+    live = {}  # pid -> IRQ number
+    for spec in a.irq_of:
+        p, n = spec.split("=")
+        live[int(p)] = int(n)
+    live_cpu = {}
 
     pids = [int(p) for p in a.pids.split(",")] if a.pids else find_comm(a.comm)
     accs = {}
@@ -217,10 +262,17 @@ def main():
                     tids_of[pid] = os.listdir(f"/proc/{pid}/task")
                 except OSError:
                     tids_of[pid] = []
+            for pid, irq in live.items():
+                c = irq_first_cpu(irq)
+                live_cpu[pid] = c
+                acc = accs.setdefault(pid, Acc())
+                if c is not None and (not acc.irq_seen or acc.irq_seen[-1] != c):
+                    acc.irq_seen.append(c)
             next_tscan = now + 0.25
         for pid in pids:
             tids = tids_of.get(pid, [])
             acc = accs.setdefault(pid, Acc())
+            ic = live_cpu.get(pid)
             for tid in tids:
                 r = read_thread(pid, tid)
                 if r is None:
@@ -236,10 +288,10 @@ def main():
                     continue
                 if r[1] != prev[1]:
                     acc.migrations += 1
-                    acc.add(prev[1], d // 2)
-                    acc.add(r[1], d - d // 2)
+                    acc.add(prev[1], d // 2, ic, llcs)
+                    acc.add(r[1], d - d // 2, ic, llcs)
                 elif d:
-                    acc.add(r[1], d)
+                    acc.add(r[1], d, ic, llcs)
         samples += 1
         if now >= end:
             break

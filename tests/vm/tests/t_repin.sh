@@ -30,14 +30,7 @@ for p in 5201 5202 5203 5204; do
 	iperf_client_bg "/tmp/cl-$p.out" cli "$ADDR_A_SRV" "$p" 90
 	cl+=("$IPERF_CLIENT_PID")
 done
-# Every receiver has its stream thread (iperf3 >= 3.16: one thread per stream).
-for i in $(seq 150); do
-	up=0
-	for p in "${pids[@]}"; do t=("/proc/$p/task/"*); ((${#t[@]} >= 2)) && up=$((up + 1)); done
-	((up == 4)) && break
-	sleep 0.2
-done
-log "$up of 4 receivers streaming"
+wait_streaming "${pids[@]}"
 sleep 1
 
 # Poll the task table; move the IRQ after 1 s; report when all busy iperf3 rows show IRQ CPU 2.

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Issue #4 test 1: the paper's Table III dynamic scenario, scaled down in time (8 s phases
-# instead of 10 s). The server NICs' IRQs on CPU 0 (the client NICs', standing for the remote
-# hosts, on CPU 7); pair A in use. Senders in the root ns, sinks in ns cli, 64-byte sends so
-# that a call is cheap and the bulk sender is the most call-intensive, as on hardware:
-#   t=0:  two A processes, 50 us between sends
-#   t~8:  two B processes, 20 us
+# Issue #4 test 1: the paper's Table III dynamic scenario, scaled to TCG. The server NICs' IRQs
+# on CPU 0 (the client NICs', standing for the remote hosts, on CPU 7); pair A in use. Senders in
+# the root ns, sinks in ns cli, 64-byte sends:
+#   t=0:  two A processes, sleeping 2500 us between sends
+#   t~8:  two B processes, sleeping 1000 us
 #   t~16: one C process, bulk (0 us); the run ends ~8 s later.
 # Once under EEVDF, once under scx_miami (agent every 100 ms). Per phase, the neutral probe
 # reports each process's placement against CPU 0; the task table gives their rates. In the
 # last phase under scx_miami, C must hold the core tier (>= 80% of its runtime on CPU 0) and
 # A/B must sit mostly on the cache tier (CPUs 1-3, >= 50% of their runtime). The classes the
 # agent assigned are printed from the scheduler's task table.
-# Class bounds scaled to TCG, where a call costs hundreds of us: achieved rates in one run were
-# A 1600-1900, B 1500-2500, C 4100-5200 calls/s, hence --class-bounds 3500,1000 (C high, A/B
-# middle). Each process sends until it is killed at the end: the phases are timed by the script,
-# whose probes take seconds to start under TCG.
+#
+# Why not the paper's 50 us and 20 us: a send costs hundreds of us under TCG, so busy-waiting
+# 50 or 20 us between sends makes A and B as CPU-bound as C. Then every rate is set by how much
+# CPU a process gets, not by its pacing: in one run A reached 2506 calls/s, B 1459 and C, sharing
+# CPU 0 with the softirq, 1246, and C fell to class low. A and B therefore sleep between sends
+# (PACER_SLEEP=1), which leaves most of the CPU to the bulk process. TCG stretches those sleeps
+# to ~10 ms: A and B reached 74-107 calls/s in one run, C 1858. --class-bounds 800,150 makes C
+# class high and A and B class low. Each process sends until it is killed at the end: the phases
+# are timed by the script, whose probes take seconds to start under TCG.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -31,14 +35,14 @@ sleep 0.5
 # $1 = label. Runs the three phases; probes the last 5 s of each phase.
 scenario() {
 	local label=$1 a1 a2 b1 b2 c
-	"$PACER" send "$ADDR_A_CLI" 7001 50 120 64 >"/tmp/$label-A1.out" & a1=$!
-	"$PACER" send "$ADDR_A_CLI" 7001 50 120 64 >"/tmp/$label-A2.out" & a2=$!
+	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 120 64 >"/tmp/$label-A1.out" & a1=$!
+	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 120 64 >"/tmp/$label-A2.out" & a2=$!
 	sleep 3
 	$PROBE --pids "$a1,$a2" --irq-cpu 0 --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
 		--json >"/tmp/$label-p1.json" 2>"/tmp/$label-p1.txt" || true
 	sleep 1
-	"$PACER" send "$ADDR_A_CLI" 7001 20 120 64 >"/tmp/$label-B1.out" & b1=$!
-	"$PACER" send "$ADDR_A_CLI" 7001 20 120 64 >"/tmp/$label-B2.out" & b2=$!
+	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 120 64 >"/tmp/$label-B1.out" & b1=$!
+	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 120 64 >"/tmp/$label-B2.out" & b2=$!
 	sleep 3
 	$PROBE --pids "$a1,$a2,$b1,$b2" --irq-cpu 0 --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
 		--json >"/tmp/$label-p2.json" 2>"/tmp/$label-p2.txt" || true
@@ -54,7 +58,7 @@ scenario() {
 }
 
 scenario eevdf
-sched_start --stats 1 --class-bounds 3500,1000
+sched_start --stats 1 --class-bounds 800,150
 scenario miami
 sched_stop || fail "sched_stop"
 

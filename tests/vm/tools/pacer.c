@@ -11,6 +11,13 @@
  *                                       given, stay that long without sending but keep working
  *                                       and waking up (200 us of CPU, 500 us asleep, repeated):
  *                                       a task that stopped communicating, for the release test
+ *   pacer send2 HOST1 PORT1 HOST2 PORT2 SLOW_US SECS
+ *                                       one thread, two connections: bulk 1024-byte sends on the
+ *                                       first, and one 64-byte send on the second every SLOW_US
+ *                                       (a process with a bulk and a slow connection, on two NICs)
+ *
+ * PACER_SLEEP=1 in the environment makes `send` sleep DELAY_US instead of busy-waiting: paced by
+ * the kernel's timers (which overshoot under TCG), but not CPU-bound.
  *
  * The delay is a busy-wait on CLOCK_MONOTONIC: TCG guest timers overshoot by ~1 ms, so sleeping
  * would not pace. At the end of the sending phase `send` prints one line to stdout:
@@ -72,23 +79,34 @@ static int sink(int port)
 	}
 }
 
+static int connect_to(const char *host, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+		fprintf(stderr, "pacer: bad host %s\n", host);
+		return -1;
+	}
+	if (connect(s, (struct sockaddr *)&a, sizeof(a))) {
+		perror("pacer: connect");
+		return -1;
+	}
+	return s;
+}
+
 static int send_paced(const char *host, int port, double delay_us, double secs, size_t size,
 		      double quiet_secs)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	double start, end, first = 0, last = 0, intv, intens;
 	unsigned long calls = 0;
 	char *buf = calloc(1, size);
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	const char *env = getenv("PACER_SLEEP");
+	int sleep_mode = env && *env == '1';
+	int s = connect_to(host, port);
 
-	if (!buf || inet_pton(AF_INET, host, &a.sin_addr) != 1) {
-		fprintf(stderr, "pacer send: bad host %s\n", host);
-		return 2;
-	}
-	if (connect(s, (struct sockaddr *)&a, sizeof(a))) {
-		perror("pacer send: connect");
+	if (!buf || s < 0)
 		return 1;
-	}
 	start = now_us();
 	end = start + secs * 1e6;
 	while ((last = now_us()) < end) {
@@ -99,7 +117,9 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 			return 1;
 		}
 		calls++;
-		if (delay_us > 0)
+		if (delay_us > 0 && sleep_mode)
+			usleep(delay_us);
+		else if (delay_us > 0)
 			busy_until(now_us() + delay_us);
 	}
 	intv = calls > 1 ? (last - first) / (calls - 1) : 1e6;
@@ -115,6 +135,35 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 	return 0;
 }
 
+static int send_two(const char *h1, int p1, const char *h2, int p2, double slow_us, double secs)
+{
+	static char buf[1024];
+	int bulk = connect_to(h1, p1), slow = connect_to(h2, p2);
+	unsigned long nb = 0, ns = 0;
+	double end, next_slow;
+
+	if (bulk < 0 || slow < 0)
+		return 1;
+	end = now_us() + secs * 1e6;
+	for (next_slow = now_us(); now_us() < end; nb++) {
+		if (send(bulk, buf, sizeof(buf), 0) < 0) {
+			perror("pacer send2: send");
+			return 1;
+		}
+		if (now_us() >= next_slow) {
+			if (send(slow, buf, 64, 0) < 0) {
+				perror("pacer send2: send");
+				return 1;
+			}
+			ns++;
+			next_slow = now_us() + slow_us;
+		}
+	}
+	printf("pacer: tid %d bulk_calls %lu slow_calls %lu secs %.1f\n", gettid(), nb, ns, secs);
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "sink"))
@@ -123,6 +172,10 @@ int main(int argc, char **argv)
 		return send_paced(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]),
 				  argc > 6 ? strtoul(argv[6], NULL, 0) : 1024,
 				  argc > 7 ? atof(argv[7]) : 0);
-	fprintf(stderr, "usage: pacer sink PORT | pacer send HOST PORT DELAY_US SECS [SIZE] [QUIET_SECS]\n");
+	if (argc == 8 && !strcmp(argv[1], "send2"))
+		return send_two(argv[2], atoi(argv[3]), argv[4], atoi(argv[5]), atof(argv[6]),
+				atof(argv[7]));
+	fprintf(stderr, "usage: pacer sink PORT | pacer send HOST PORT DELAY_US SECS [SIZE] [QUIET_SECS]"
+		" | pacer send2 HOST1 PORT1 HOST2 PORT2 SLOW_US SECS\n");
 	return 2;
 }

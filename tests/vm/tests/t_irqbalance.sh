@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Issue #4 test 3: the real irqbalance daemon (Debian's, run in the guest) moves the NIC IRQs
+# while 4 iperf3 receivers (2 per NIC) run. Before it starts, both receive IRQs are pinned to
+# CPU 7, a placement irqbalance undoes in its first pass (it moved them to CPUs 0 and 3 in one
+# run, then left them there). It then runs 60 s (--interval 5).
+#   - no error: irqbalance is still running after 60 s, exits on SIGTERM, and logs no error;
+#     the scheduler stays enabled and stops cleanly;
+#   - the scheduler's IRQ map follows: at every sample of the scheduler's IRQ CPU set (scx_miami
+#     --monitor 0.1) it is compared with the CPUs the two receive IRQs really target
+#     (/proc/irq/N/effective_affinity_list). After every move, it must agree within 2000 ms:
+#     the IRQ map is re-read every 500 ms, and under this load the monitor's samples arrive up
+#     to ~1 s apart, which the measured delay includes (one run: 290 and 1189 ms). irqbalance
+#     must have moved them at least once;
+#   - placement follows: the neutral probe (--irq-of: each receiver's IRQ CPU is its NIC IRQ's
+#     CPU at that moment) over the last 40 s: >= 80% of the receivers' runtime in core+cache.
+# EEVDF first, as the baseline: the same, with a first irqbalance for 20 s; then the IRQs go
+# back to CPU 7 and the scheduler starts before the second irqbalance, so that it sees the
+# moves. Class bounds scaled to TCG as in t_repin (--class-bounds 100,50).
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
+net_default
+
+srv=() irqof=()
+for i in 0 1 2 3; do
+	if ((i < 2)); then addr=$ADDR_A_SRV irq=$IRQ_A; else addr=$ADDR_B_SRV irq=$IRQ_B; fi
+	iperf_server $((5201 + i)) "$addr"
+	srv+=("$IPERF_SERVER_PID")
+	irqof+=(--irq-of "$IPERF_SERVER_PID=$irq")
+	iperf_client_bg "/tmp/cl-$i.out" cli "$addr" $((5201 + i)) 200
+done
+wait_streaming "${srv[@]}"
+
+mkdir -p /run/irqbalance
+# $1 = log file. Pins both receive IRQs to CPU 7, then starts irqbalance: $IB.
+irqbalance_start() {
+	pin_irq "$IRQ_A" 7
+	pin_irq "$IRQ_B" 7
+	irqbalance --foreground --interval 5 >"$1" 2>&1 &
+	IB=$!
+	on_exit "kill $IB 2>/dev/null"
+}
+
+# $1 = label, $2 = seconds: the live-IRQ probe over the receivers.
+probe() {
+	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
+		--probe-cpu "$PROBE_CPU" --json >"/tmp/$1.json" 2>"/tmp/$1.txt" || true
+	echo "--- placement, $1 (core = the receiver's NIC IRQ CPU at each moment):"
+	cat "/tmp/$1.txt"
+}
+irqbalance_start /tmp/irqbalance-eevdf.log
+probe eevdf 20
+kill -TERM "$IB"
+wait "$IB" || true
+
+pin_irq "$IRQ_A" 7
+pin_irq "$IRQ_B" 7
+sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 100,50
+# The follow check runs for 60 s, from before irqbalance starts.
+python3 - "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
+import subprocess, sys, time
+bin, irqs = sys.argv[1], sys.argv[2:]
+def actual():
+    s = set()
+    for n in irqs:
+        with open(f"/proc/irq/{n}/effective_affinity_list") as f:
+            s.add(int(f.read().strip().split(",")[0].split("-")[0]))
+    return ",".join(str(c) for c in sorted(s))
+mon = subprocess.Popen([bin, "--monitor", "0.1"], stdout=subprocess.PIPE, text=True)
+start = time.monotonic()
+last, since, lag_open, moves, worst, late = actual(), None, None, 0, 0.0, 0
+print(f"start actual {last}")
+for line in mon.stdout:
+    if not line.startswith("irq_cpus"):
+        continue
+    now = time.monotonic()
+    sched = line.split()[1] if len(line.split()) > 1 else ""
+    cur = actual()
+    if cur != last:
+        moves += 1
+        print(f"{now - start:6.1f}s IRQs moved {last} -> {cur}")
+        last, lag_open = cur, now
+    if lag_open is not None and sched == cur:
+        lag = 1000 * (now - lag_open)
+        worst = max(worst, lag)
+        print(f"{now - start:6.1f}s scheduler agrees after {lag:.0f} ms")
+        lag_open = None
+    if lag_open is not None and now - lag_open > 2.0:
+        late += 1
+    if now - start > 60:
+        break
+mon.terminate()
+if lag_open is not None:
+    print(f"still waiting for {last} (scheduler says {sched})")
+print(f"moves {moves} worst_ms {worst:.0f} late_samples {late} final_sched {sched} final_actual {cur}")
+PY
+follow=$!
+sleep 2
+irqbalance_start /tmp/irqbalance.log
+t_start=$SECONDS
+sleep 15
+probe miami 40
+wait "$follow" || true
+while ((SECONDS - t_start < 60)); do sleep 1; done
+alive=no
+kill -0 "$IB" 2>/dev/null && alive=yes
+kill -TERM "$IB" 2>/dev/null || true
+ib_rc=0
+wait "$IB" || ib_rc=$?
+sched_stop || fail "sched_stop"
+
+echo "--- irqbalance log (first 20 lines):"; head -n 20 /tmp/irqbalance.log
+echo "--- IRQ moves and the scheduler's view:"; cat /tmp/follow.txt
+read -r _ moves _ worst _ late _ fsched _ factual < <(grep '^moves ' /tmp/follow.txt) || true
+check_eq "irqbalance still running after 60 s" "$alive" yes
+check_eq "irqbalance exit status on SIGTERM" "$ib_rc" 0
+check_eq "irqbalance log lines with error/fail" \
+	"$(grep -ciE 'error|fail' /tmp/irqbalance.log || true)" 0
+check_ge "IRQ moves made by irqbalance" "${moves:-0}" 1
+check_le "worst delay until the scheduler's IRQ CPUs agree (ms)" "${worst:-99999}" 2000
+check_eq "samples still disagreeing > 2 s after a move" "${late:-x}" 0
+check_eq "scheduler's IRQ CPUs at the end" "${fsched:-}" "${factual:-none}"
+base=$(jget /tmp/eevdf.json "round(100 * (d['total']['tiers']['core'] + d['total']['tiers']['cache']), 1)")
+check_ge "receivers' core+cache % against the live IRQ CPU (EEVDF $base%)" \
+	"$(jget /tmp/miami.json "round(100 * (d['total']['tiers']['core'] + d['total']['tiers']['cache']), 1)")" 80
+finish

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Issue #4 test 5: one process (one thread) with two connections on two NICs, a bulk one and a
+# slow one (one 64-byte send every 20 ms): `pacer send2`. Its ACKs arrive on the bulk
+# connection's NIC, whose IRQ CPU it must be placed toward. Run twice with the roles swapped
+# (bulk over pair A, IRQ -> CPU 1, slow over pair B, IRQ -> CPU 5; then the other way round),
+# so that neither "the first connection" nor "NIC A" can pass for "the bulk one":
+#   - the neutral probe: >= 80% of its runtime in core+cache of the bulk NIC's IRQ CPU;
+#   - the scheduler's task table: its IRQ CPU and NIC are the bulk connection's.
+# EEVDF as the baseline for the first case.
+# Last, with the workload gone: RFS and RPS on NIC B switched on, the scheduler started once
+# more, and its log must say so (one line each); then both are switched off again.
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
+net_default
+bg ip netns exec cli "$PACER" sink 7001
+sleep 0.5
+
+# $1 = label, $2/$3 = bulk/slow address, $4 = the bulk NIC's IRQ CPU, $5 = its name.
+run() {
+	"$PACER" send2 "$2" 7001 "$3" 7001 20000 60 >"/tmp/$1.out" 2>&1 &
+	local pid=$! row
+	sleep 2
+	$PROBE --pids "$pid" --irq-cpu "$4" --duration 5 --hz 100 --probe-cpu "$PROBE_CPU" --json \
+		>"/tmp/$1.json" 2>"/tmp/$1.txt" || true
+	check_eq "$1: still sending when the probe ended" "$(kill -0 "$pid" 2>/dev/null && echo yes)" yes
+	if [[ $1 != eevdf ]]; then
+		# tid tgid comm intens class tier irq cpu nic age_ms
+		row=$(timeout -s INT 3 "$bin" --monitor 1 2>/dev/null | awk -v p="$pid" '$1 == p { print; exit }' || true)
+		echo "--- task table row: $row"
+		check_eq "$1: its IRQ CPU in the task table" "$(awk '{ print $7 }' <<<"$row")" "$4"
+		check_eq "$1: its NIC in the task table" "$(awk '{ print $9 }' <<<"$row")" "$5"
+	fi
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	echo "--- placement, $1 (core = CPU $4):"; cat "/tmp/$1.txt"
+}
+cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)'
+run eevdf "$ADDR_A_CLI" "$ADDR_B_CLI" 1 "$NIC_A"
+sched_start
+run bulk-a "$ADDR_A_CLI" "$ADDR_B_CLI" 1 "$NIC_A"
+run bulk-b "$ADDR_B_CLI" "$ADDR_A_CLI" 5 "$NIC_B"
+sched_stop || fail "sched_stop"
+
+rfs0=$(cat /proc/sys/net/core/rps_sock_flow_entries)
+rps=/sys/class/net/$NIC_B/queues/rx-0/rps_cpus
+on_exit "echo $rfs0 >/proc/sys/net/core/rps_sock_flow_entries; echo 0 >$rps"
+echo 4096 >/proc/sys/net/core/rps_sock_flow_entries
+echo 0f >"$rps"
+sched_start
+sleep 1
+sched_stop || fail "sched_stop (RFS/RPS on)"
+grep -E '^.*(RFS|RPS) ' "$SCHED_LOG" | sed 's/^/  | /'
+check_eq "log: RFS detected" "$(grep -c 'RFS is on (net.core.rps_sock_flow_entries = 4096)' "$SCHED_LOG")" 1
+check_eq "log: RPS on $NIC_B rx-0 detected" "$(grep -c "RPS on $NIC_B rx-0 (rps_cpus 0*f)" "$SCHED_LOG")" 1
+
+check_ge "bulk over A: core+cache % of CPU 1 (EEVDF $(jget /tmp/eevdf.json "$cc")%)" \
+	"$(jget /tmp/bulk-a.json "$cc")" 80
+check_ge "bulk over B: core+cache % of CPU 5" "$(jget /tmp/bulk-b.json "$cc")" 80
+finish
