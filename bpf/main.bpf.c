@@ -506,9 +506,13 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 	u64 kick = SCX_KICK_IDLE;
 
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
-	if (taskc->cls == MIAMI_CLASS_HIGH && cpu == taskc->irq_cpu && cpuc && !cpuc->cur_net) {
-		kick = SCX_KICK_PREEMPT;
-		stat_inc(MIAMI_STAT_PREEMPT_KICKS);
+	if (cpu == taskc->irq_cpu && cpuc) {
+		cpuc->core_waiter = p->pid;
+		cpuc->core_wait_ns = bpf_ktime_get_ns();
+		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net) {
+			kick = SCX_KICK_PREEMPT;
+			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
+		}
 	}
 	scx_bpf_kick_cpu(cpu, kick);
 }
@@ -580,10 +584,31 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-/* Move the head of per-CPU DSQ @dsq to this CPU if it may run here. */
+/*
+ * Is the head of per-CPU DSQ @dsq a network task queued on its own IRQ CPU? pick_net_cpu() put
+ * it there by its class's rules, to wait for the core tier (which the paper gets by pinning the
+ * task): a sibling that takes it trades that tier for the few hundred microseconds the IRQ CPU
+ * spends on softirq work or on another task's slice. The IRQ CPU runs it next by vtime; should that CPU stay taken (a
+ * pinned kernel thread that does not sleep runs before any DSQ), siblings may take it after
+ * two slices, so it cannot starve.
+ */
+static bool head_waits_for_core(s32 dsq)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(dsq);
+	struct task_struct *head;
+
+	if (!cpuc || !cpuc->core_waiter)
+		return false;
+	if (bpf_ktime_get_ns() - cpuc->core_wait_ns > 2 * slice_ns)
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	return head && head->pid == cpuc->core_waiter;
+}
+
+/* Move the head of per-CPU DSQ @dsq to this CPU if it may run here and does not wait for it. */
 static bool steal_from(s32 dsq)
 {
-	if (!scx_bpf_dsq_nr_queued(dsq))
+	if (!scx_bpf_dsq_nr_queued(dsq) || head_waits_for_core(dsq))
 		return false;
 	return scx_bpf_dsq_move_to_local(dsq, 0);
 }
@@ -621,7 +646,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 				continue;
 			head = __COMPAT_scx_bpf_dsq_peek(other);
 			if (head && (!shared || head->scx.dsq_vtime <= shared->scx.dsq_vtime) &&
-			    scx_bpf_dsq_move_to_local(other, 0)) {
+			    !head_waits_for_core(other) && scx_bpf_dsq_move_to_local(other, 0)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
 				return;
 			}
@@ -653,7 +678,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	bpf_for(i, 1, nr_cpu_ids) {
 		other = (cpu + i) % nr_cpu_ids;
 		if (llc_of(other) != my_llc && scx_bpf_dsq_nr_queued(other) > 1 &&
-		    scx_bpf_dsq_move_to_local(other, 0)) {
+		    steal_from(other)) {
 			stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
 			return;
 		}
@@ -678,6 +703,8 @@ void BPF_STRUCT_OPS(miami_running, struct task_struct *p)
 	if (!cpuc)
 		return;
 	cpuc->run_start_ns = bpf_ktime_get_ns();
+	if (cpuc->core_waiter == p->pid)
+		cpuc->core_waiter = 0;
 	cpuc->cur_net = 0;
 	cpuc->cur_kthread = !!(p->flags & PF_KTHREAD);
 

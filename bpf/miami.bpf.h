@@ -65,7 +65,9 @@ struct cpu_ctx {
 	u8		cur_net;	/* the running task is a network task */
 	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
-	u8		pad[6];
+	u8		pad;
+	s32		core_waiter;	/* pid of a network task queued here, its IRQ CPU; 0 none */
+	u64		core_wait_ns;	/* ... since when */
 } __attribute__((aligned(64)));	/* one cache line per CPU: remote readers, local writers */
 
 struct {

@@ -22,7 +22,7 @@
 //!    the lowest class running on the most loaded such CPU rises by a quarter (the paper's "reducing the window size of the
 //!    lowest class where processes are running"), so that the least intensive of that class
 //!    drop a class and give way first while the more intensive ones keep their tier. It never
-//!    rises past half the intensiveness of the most intensive task there (see adapt()). When no
+//!    rises past 3/4 of the intensiveness of the most intensive task there (see adapt()). When no
 //!    CPU is overloaded, each boundary moves a quarter of the way back toward its initial value
 //!    (--class-bounds).
 //!
@@ -343,16 +343,18 @@ impl Policy {
     /// on the most loaded CPU, by a quarter. Low has no lower boundary to raise: its tasks are
     /// the first to be shed anyway. The boundaries stay ordered and within 1..=10^6.
     ///
-    /// The raise never passes half of @top, the intensiveness of the most intensive task on
+    /// The raise never passes 3/4 of @top, the intensiveness of the most intensive task on
     /// that CPU. The paper shrinks the window "so that more communication-intensive processes
     /// run with better affinity": that needs a more intensive task left to benefit. Without the
     /// bound, a CPU that stays overloaded (one busy-polling sender is enough) would ratchet the
     /// boundaries up until its own most intensive task is class low, the opposite of the goal
-    /// (Table III's bulk process C lost the core tier that way). Half, not all of it, so that
-    /// a task whose measured rate wobbles by tens of percent is not demoted by the noise.
+    /// (Table III's bulk process C lost the core tier that way). 3/4, not all of it, so that a
+    /// task whose measured rate wobbles by up to a quarter is not demoted by the noise; not
+    /// less, so that tasks less than twice apart can still be told apart (t_agent_cap's five
+    /// senders, 1000-2500 calls/s, were not with half).
     fn adapt(&mut self, lowest: Option<Class>, top: Option<u32>) {
         let b = &mut self.bounds;
-        let cap = top.unwrap_or(0) / 2;
+        let cap = (top.unwrap_or(0) as u64 * 3 / 4) as u32;
         let raise = |v: u32, max: u32| (v + (v / 4).max(1)).min(max).max(v);
         match lowest {
             Some(Class::Middle) => b.middle_min = raise(b.middle_min, cap.min(b.high_min - 1)),
