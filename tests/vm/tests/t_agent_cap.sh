@@ -6,7 +6,11 @@
 # --high-load-pct 60, so every 100 ms round the agent wants to shed tasks and raise a class
 # boundary. With --max-migrations 1, BPF applies at most one move per round (policy_round_max,
 # counted where moves are applied) and some moves are applied at all; with --max-migrations 0
-# none is applied, and the boundaries still move.
+# none is applied, and the boundaries still move. --class-bounds 5000,100 keeps the senders
+# (1000-2500 calls/s under TCG) in class middle, so the boundary that moves is middle's lower
+# one: it may rise to 3/4 of the most intensive sender on the most loaded CPU, far above 100.
+# (With 2000,1000 some senders were class high and 3/4 of the top stayed below 1000: no room to
+# move, and in one run it did not.)
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -18,7 +22,7 @@ sleep 0.5
 run_load() {
 	local pids=() i
 	sched_start --stats 1 --interval-ms 100 --max-migrations "$1" --low-load-pct 40 \
-		--high-load-pct 60 --class-bounds 2000,1000
+		--high-load-pct 60 --class-bounds 5000,100
 	for i in 1 2 3 4 5; do
 		"$PACER" send "$ADDR_A_CLI" 7001 50 6 64 >/dev/null &
 		pids+=($!)
@@ -38,12 +42,12 @@ moves1=$(( $(total $log1 policy_sheds) + $(total $log1 policy_upgrades) ))
 log "cap 1: sheds $(total $log1 policy_sheds), upgrades $(total $log1 policy_upgrades), deferred $(total $log1 policy_deferred), most in one round $(round_max $log1)"
 check_ge "cap 1: agent moves applied" "$moves1" 1
 check_le "cap 1: most moves applied in one round" "$(round_max $log1)" 1
-check_ge "cap 1: highest class_middle_min (initial 1000)" "$(max_bound $log1 middle)" 1001
+check_ge "cap 1: highest class_middle_min (initial 100)" "$(max_bound $log1 middle)" 101
 
 run_load 0
 log0=/tmp/agent-0.log
 log "cap 0: sheds $(total $log0 policy_sheds), upgrades $(total $log0 policy_upgrades), deferred $(total $log0 policy_deferred)"
 check_eq "cap 0: agent moves applied" "$(( $(total $log0 policy_sheds) + $(total $log0 policy_upgrades) ))" 0
 check_eq "cap 0: most moves applied in one round" "$(round_max $log0)" 0
-check_ge "cap 0: highest class_middle_min (step 3 still adapts)" "$(max_bound $log0 middle)" 1001
+check_ge "cap 0: highest class_middle_min (initial 100; step 3 still adapts)" "$(max_bound $log0 middle)" 101
 finish

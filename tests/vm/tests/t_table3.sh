@@ -6,7 +6,7 @@
 # the root ns, sinks in ns cli, 64-byte sends:
 #   t=0:  two A processes, sleeping 2500 us between sends
 #   t~8:  two B processes, sleeping 1000 us
-#   t~16: one C process, bulk (0 us); the run ends ~8 s later.
+#   t~16: one C process, bulk (0 us); the run ends ~10 s later.
 # Once under EEVDF, once under scx_miami (agent every 100 ms). Per phase, the neutral probe
 # reports each process's placement against CPU 0; the task table gives their rates. In the
 # last phase under scx_miami, C must hold the core tier (>= 80% of its runtime on CPU 0) and
@@ -32,7 +32,7 @@ pin_irq "$IRQ_B_CLI" 7
 bg ip netns exec cli "$PACER" sink 7001
 sleep 0.5
 
-# $1 = label. Runs the three phases; probes the last 5 s of each phase.
+# $1 = label. Runs the three phases; probes 4 s of phases 1 and 2 and 6 s of phase 3.
 scenario() {
 	local label=$1 a1 a2 b1 b2 c
 	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 120 64 >"/tmp/$label-A1.out" & a1=$!
@@ -48,8 +48,8 @@ scenario() {
 		--json >"/tmp/$label-p2.json" 2>"/tmp/$label-p2.txt" || true
 	sleep 1
 	"$PACER" send "$ADDR_A_CLI" 7001 0 120 64 >"/tmp/$label-C.out" & c=$!
-	sleep 2
-	$PROBE --pids "$a1,$a2,$b1,$b2,$c" --irq-cpu 0 --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
+	sleep 3
+	$PROBE --pids "$a1,$a2,$b1,$b2,$c" --irq-cpu 0 --duration 6 --hz 100 --probe-cpu "$PROBE_CPU" \
 		--json >"/tmp/$label-p3.json" 2>"/tmp/$label-p3.txt" || true
 	kill "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
 	wait "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
