@@ -313,8 +313,10 @@ receivers_run() {
 	for ((i = 0; i < na + nb; i++)); do
 		local ip=$ADDR_A_SRV
 		((i < na)) || ip=$ADDR_B_SRV
-		# Clients run longer than SECS: under TCG they connect seconds apart; killed below.
-		iperf_client_bg "/tmp/$label-cl$i.out" cli "$ip" $((5201 + i)) $((secs + 30)) "$@"
+		# Clients run much longer than SECS, and are killed below: under TCG they connect
+		# seconds apart, and with a hog on every CPU the probe's Python once took over 30 s
+		# to start, after every stream had ended (t_place_hogs measured nothing).
+		iperf_client_bg "/tmp/$label-cl$i.out" cli "$ip" $((5201 + i)) $((secs + 120)) "$@"
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	# Measure only once every receiver has its stream thread (iperf3 >= 3.16: one per stream).
