@@ -34,6 +34,15 @@ fn task(tid: i32, intens: u32, irq_cpu: i32, cpu: i32) -> TaskView {
     }
 }
 
+/// The boundaries after 100 rounds of the same @loads and @tasks, from INIT.
+fn settled(loads: &[f64], tasks: &[TaskView]) -> ClassBounds {
+    let mut p = policy(4);
+    for _ in 0..100 {
+        p.round(loads, &LLC, tasks);
+    }
+    p.bounds()
+}
+
 fn mv(tid: i32, cpu: usize, kind: MoveKind) -> Move {
     Move { tid, cpu, kind }
 }
@@ -254,13 +263,9 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
         }
     );
     // A middle task just under high_min: the boundary stops below high_min.
-    let mut p = policy(4);
     let top = [task(1, 5000, 1, 1), task(2, 999, 1, 1)];
-    for _ in 0..50 {
-        p.round(&hot, &LLC, &top);
-    }
     assert_eq!(
-        p.bounds(),
+        settled(&hot, &top),
         ClassBounds {
             high_min: 1000,
             middle_min: 999
@@ -269,22 +274,14 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
 
     // Only high-class tasks there: high_min rises, but never past 3/4 of the most intensive
     // task's intensiveness, so that task keeps its class however long the overload lasts.
-    let mut p = policy(4);
     let high = [task(1, 5000, 1, 1), task(2, 4000, 1, 1)];
-    assert_eq!(p.round(&hot, &LLC, &high).bounds.high_min, 1250);
-    for _ in 0..100 {
-        p.round(&hot, &LLC, &high);
-    }
-    assert_eq!(p.bounds().high_min, 3750);
-    assert_eq!(p.bounds().class_of(4000), Class::High);
+    assert_eq!(policy(4).round(&hot, &LLC, &high).bounds.high_min, 1250);
+    let b = settled(&hot, &high);
+    assert_eq!(b.high_min, 3750);
+    assert_eq!(b.class_of(4000), Class::High);
     // Two high-class tasks far apart: the less intensive one drops (to middle, then on to low
     // as middle becomes the lowest class there), the more intensive one never does.
-    let mut p = policy(4);
-    let pair = [task(1, 8000, 1, 1), task(2, 1500, 1, 1)];
-    for _ in 0..100 {
-        p.round(&hot, &LLC, &pair);
-    }
-    let b = p.bounds();
+    let b = settled(&hot, &[task(1, 8000, 1, 1), task(2, 1500, 1, 1)]);
     assert_eq!(
         b,
         ClassBounds {
@@ -295,23 +292,12 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
     assert_eq!(b.class_of(1500), Class::Low);
     assert_eq!(b.class_of(8000), Class::High);
     // The most intensive tasks possible: high_min stops at 3/4 of 10^6.
-    let mut p = policy(4);
-    for _ in 0..100 {
-        p.round(
-            &hot,
-            &LLC,
-            &[task(1, 1_000_000, 1, 1), task(2, 1_000_000, 1, 1)],
-        );
-    }
-    assert_eq!(p.bounds().high_min, 750_000);
+    let max = [task(1, 1_000_000, 1, 1), task(2, 1_000_000, 1, 1)];
+    assert_eq!(settled(&hot, &max).high_min, 750_000);
     // A single network task on the overloaded CPU: nothing contends, nothing moves, however
     // long the overload lasts (a lone bulk sender lost class high that way in t_table3).
-    let mut p = policy(4);
     for lone in [task(1, 800, 1, 1), task(1, 5000, 1, 1)] {
-        for _ in 0..100 {
-            p.round(&hot, &LLC, std::slice::from_ref(&lone));
-        }
-        assert_eq!(p.bounds(), INIT, "{lone:?}");
+        assert_eq!(settled(&hot, std::slice::from_ref(&lone)), INIT, "{lone:?}");
     }
 
     // A low-class task there: nothing to shrink, the boundaries stay.
