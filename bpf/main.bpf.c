@@ -588,9 +588,9 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
  * Is the head of per-CPU DSQ @dsq a network task queued on its own IRQ CPU? pick_net_cpu() put
  * it there by its class's rules, to wait for the core tier (which the paper gets by pinning the
  * task): a sibling that takes it trades that tier for the few hundred microseconds the IRQ CPU
- * spends on softirq work or on another task's slice. The IRQ CPU runs it next by vtime; should that CPU stay taken (a
- * pinned kernel thread that does not sleep runs before any DSQ), siblings may take it after
- * two slices, so it cannot starve.
+ * spends on softirq work or on another task's slice. The IRQ CPU runs it next by vtime; should
+ * that CPU stay taken (a pinned kernel thread that does not sleep runs before any DSQ),
+ * siblings may take it after two slices, so it cannot starve.
  */
 static bool head_waits_for_core(s32 dsq)
 {

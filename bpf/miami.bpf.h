@@ -66,6 +66,7 @@ struct cpu_ctx {
 	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
 	u8		pad;
+	/* Written by the CPU that enqueues: a hint, read racily by stealing siblings. */
 	s32		core_waiter;	/* pid of a network task queued here, its IRQ CPU; 0 none */
 	u64		core_wait_ns;	/* ... since when */
 } __attribute__((aligned(64)));	/* one cache line per CPU: remote readers, local writers */

@@ -17,14 +17,14 @@
 //!    next round sees the new load. The last network task on a CPU is not shed: shedding
 //!    settles contention between tasks, and one task with its own softirq on its IRQ CPU is the
 //!    placement MiAMI aims for, however busy that keeps the CPU; unless a task of a higher class
-//!    whose IRQ CPU this is waits in another tier. The boundaries move once per
-//!    round in which some CPU is overloaded by two or more network tasks: the lower boundary of
-//!    the lowest class running on the most loaded such CPU rises by a quarter (the paper's "reducing the window size of the
-//!    lowest class where processes are running"), so that the least intensive of that class
-//!    drop a class and give way first while the more intensive ones keep their tier. It never
-//!    rises past 3/4 of the intensiveness of the most intensive task there (see adapt()). When no
-//!    CPU is overloaded, each boundary moves a quarter of the way back toward its initial value
-//!    (--class-bounds).
+//!    whose IRQ CPU this is waits in another tier. The boundaries move once per round in which
+//!    some CPU is overloaded by two or more network tasks: the lower boundary of the lowest
+//!    class running on the most loaded such CPU rises by a quarter (the paper's "reducing the
+//!    window size of the lowest class where processes are running"), so that the least intensive
+//!    of that class drop a class and give way first while the more intensive ones keep their
+//!    tier. It never rises past 3/4 of the intensiveness of the most intensive task there (see
+//!    adapt()). When no CPU is overloaded, each boundary moves a quarter of the way back toward
+//!    its initial value (--class-bounds).
 //!
 //! The boundaries are global, not per IRQ CPU: a class decides who gives way when tasks of
 //! several NICs share an LLC, which only works if one intensiveness means one class everywhere;
