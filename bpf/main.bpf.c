@@ -518,6 +518,33 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 }
 
 /*
+ * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
+ * task running by refilling its slice, except non-network work on an IRQ CPU: that one comes
+ * here and moves to an idle non-IRQ CPU. The kernel would otherwise keep running it where it is
+ * (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds nothing), so a CPU hog that
+ * once landed on an IRQ CPU would stay there for good. With no idle non-IRQ CPU it stays, and
+ * the kick is the follow-up scheduling event the kernel asks for after this flag.
+ */
+static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
+			 u64 enq_flags)
+{
+	struct bpf_cpumask *non_irq = non_irq_cpumask;
+	s32 idle;
+
+	if (non_irq && is_irq_cpu(cpu) && all_cpus_allowed(p) && !is_net_task(taskc, now)) {
+		idle = scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0);
+		if (idle >= 0) {
+			stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, slice_ns, enq_flags);
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+			return;
+		}
+	}
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/*
  * ops.enqueue(): @p became runnable and was not dispatched by select_cpu() (no idle CPU, or
  * no select_cpu() at all: preemption, migration-disabled, single-CPU tasks).
  */
@@ -535,6 +562,10 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	taskc = try_lookup_task_ctx(p);
+	if (enq_flags & SCX_ENQ_LAST) {
+		enqueue_last(p, taskc, cpu, now, enq_flags);
+		return;
+	}
 	if (is_net_task(taskc, now)) {
 		tier = tier_of(cpu, taskc->irq_cpu);
 		/*
@@ -655,10 +686,11 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	/*
 	 * An IRQ CPU leaves non-network work to a free non-IRQ CPU (kicked here), so its own time
-	 * stays for softirq and network tasks.
+	 * stays for softirq and network tasks. Not a task that may not run everywhere: the kicked
+	 * CPU might not be one of its CPUs, and it would starve while non-IRQ CPUs sit idle.
 	 */
 	irq_cpu = is_irq_cpu(cpu);
-	if (shared && !(irq_cpu && kick_idle_non_irq()) &&
+	if (shared && !(irq_cpu && all_cpus_allowed(shared) && kick_idle_non_irq()) &&
 	    scx_bpf_dsq_move_to_local(MIAMI_DSQ_SHARED, 0)) {
 		stat_inc(MIAMI_STAT_DSP_SHARED);
 		return;
@@ -684,9 +716,11 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 		}
 	}
 
-	/* Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    !(irq_cpu && !cpuc_cur_net(cpu) && kick_idle_non_irq()))
+	/*
+	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU, which
+	 * enqueue_last() moves to an idle non-IRQ CPU.
+	 */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !(irq_cpu && !cpuc_cur_net(cpu)))
 		prev->scx.slice = slice_ns;
 }
 

@@ -154,8 +154,11 @@ impl<'a> Scheduler<'a> {
         )?;
 
         skel.struct_ops.miami_ops_mut().exit_dump_len = exit_dump_len;
+        // ENQ_LAST: a slice that ends with nothing else queued still reaches ops.enqueue()
+        // when dispatch() does not extend it, which is how a hog leaves an IRQ CPU.
         skel.struct_ops.miami_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_EXITING
-            | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
+            | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED
+            | *scx_utils::compat::SCX_OPS_ENQ_LAST;
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;

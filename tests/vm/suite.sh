@@ -55,7 +55,7 @@ while (($#)); do
 done
 
 default_dir=$("$top/scripts/kernels.sh" dir default 2>/dev/null || true)
-passed=0 failed=0
+passed=0 failed=0 recap=()
 for k in "${KERNELS[@]}"; do
 	[[ -z $only_kernel || $only_kernel == "$k" ]] || continue
 	if ! kdir=$("$top/scripts/kernels.sh" dir "$k" 2>/dev/null); then
@@ -90,12 +90,21 @@ for k in "${KERNELS[@]}"; do
 			res=FAIL secs="no result (vm rc $rc)"
 		fi
 		printf '%-5s %-24s %-5s %s\n' "$res" "$name" "$k" "$secs"
-		if [[ $res == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+		if [[ $res == PASS ]]; then passed=$((passed + 1)); continue; fi
+		failed=$((failed + 1))
+		# CI shows only the output's tail: the recap at the end names every failed check.
+		recap+=("$name ($k):")
+		while IFS= read -r l; do recap+=("    $l"); done < <(
+			sed -n "/^=== $name (/,/^vm-result: $name /p" "$log" | grep -a '^FAIL' | head -n 8)
 	done
 	if ((rc == 3 || rc == 124)); then
 		printf '%-5s %-24s %-5s %s\n' FAIL "$([[ $rc == 3 ]] && echo console || echo timeout)" "$k" "see $log"
 		failed=$((failed + 1))
 	fi
 done
+if ((${#recap[@]})); then
+	echo "--- failed:"
+	printf '%s\n' "${recap[@]}"
+fi
 echo "$passed passed, $failed failed"
 ((failed == 0))

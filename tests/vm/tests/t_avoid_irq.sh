@@ -4,15 +4,27 @@
 # Issue test 6: non-network hogs avoid the IRQ CPUs (1 and 5) while other CPUs are idle. Four
 # stress-ng workers on 8 CPUs: under scx_miami <= 10% of their runtime lands on CPUs 1 and 5.
 # EEVDF as baseline (it has no reason to avoid them).
+#
+# Second case, "trapped": the workers start pinned to CPUs 1 and 5 and are then allowed
+# everywhere. A hog never sleeps, so it never passes select_cpu(); it must still leave the IRQ
+# CPU at a slice end (SCX_OPS_ENQ_LAST). Before that fix the two running hogs stayed on 1 and
+# 5 for good (CI saw one hog at 100% on CPU 5 in the first case).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
 net_default
+# run LABEL [CPUS]: 4 hogs (first pinned to CPUS, then allowed on every CPU), 4 s probe.
 run() {
-	bg stress-ng --cpu 4 --timeout 120 --quiet
-	local hogs=$BG_PID
+	local pin=()
+	[[ -n ${2:-} ]] && pin=(taskset -c "$2")
+	bg "${pin[@]}" stress-ng --cpu 4 --timeout 120 --quiet
+	local hogs=$BG_PID w
 	# the workers exist a moment after the parent starts (slow under TCG)
 	for i in $(seq 100); do (($(pgrep -c -P "$hogs") >= 4)) && break; sleep 0.1; done
+	if [[ -n ${2:-} ]]; then
+		sleep 1
+		for w in $(pgrep -P "$hogs"); do taskset -p -c "0-$(($(nproc) - 1))" "$w" >/dev/null; done
+	fi
 	sleep 1
 	$PROBE --pids "$(pgrep -d, -P "$hogs")" --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
 		--json >"/tmp/$1.json" 2>"/tmp/$1.txt" || true
@@ -23,10 +35,13 @@ run() {
 run eevdf
 sched_start
 run miami
+run trapped 1,5
 sched_stop || fail "sched_stop"
 
 irq='round(100 * (d["total"]["cpu"].get("1", 0) + d["total"]["cpu"].get("5", 0)), 1)'
-log "hog runtime on IRQ CPUs 1+5: EEVDF $(jget /tmp/eevdf.json "$irq")%, scx_miami $(jget /tmp/miami.json "$irq")%"
-check_ge "scx_miami hog runtime ms" "$(jget /tmp/miami.json "d['total']['runtime_ns'] / 1e6")" 4000
-check_le "scx_miami hogs on IRQ CPUs %" "$(jget /tmp/miami.json "$irq")" 10
+log "hog runtime on IRQ CPUs 1+5: EEVDF $(jget /tmp/eevdf.json "$irq")%, scx_miami $(jget /tmp/miami.json "$irq")%, started on them $(jget /tmp/trapped.json "$irq")%"
+for r in miami trapped; do
+	check_ge "$r: hog runtime ms" "$(jget /tmp/$r.json "d['total']['runtime_ns'] / 1e6")" 4000
+	check_le "$r: hogs on IRQ CPUs %" "$(jget /tmp/$r.json "$irq")" 10
+done
 finish
