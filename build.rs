@@ -8,6 +8,7 @@ fn main() {
         .enable_intf("bpf/intf.h", "bpf_intf.rs")
         .enable_skel("bpf/main.bpf.c", "bpf")
         .add_source("bpf/netmon.bpf.c")
+        .add_source("bpf/agent.bpf.c")
         .compile_link_gen()
         .unwrap();
 }

@@ -32,9 +32,11 @@
  * Tasks without task_ctx, without a known IRQ CPU, or silent for longer than release_ns (paper
  * step 1, "release") are placed normally: the previous CPU if it is idle and not an IRQ CPU,
  * then any idle CPU that is not an IRQ CPU, then the kernel's default idle pick; if nothing is
- * idle they wait in the shared vtime DSQ. An IRQ CPU does not take them from the shared DSQ,
- * nor keep running one past its slice, while a non-IRQ CPU is idle: it kicks that CPU instead.
- * Keeping IRQ CPUs free is what leaves room for the network work that MiAMI wants there.
+ * idle they wait in the shared vtime DSQ. While a non-IRQ CPU is idle, an IRQ CPU does not take
+ * them from the shared DSQ (it kicks that CPU instead), nor keep running one past its slice
+ * (enqueue_last() hands it over). The exception is a task that may not run everywhere: the
+ * kicked CPU may not be one of its CPUs. Keeping IRQ CPUs free is what leaves room for the
+ * network work that MiAMI wants there.
  *
  * 3. Queues and fairness
  *
@@ -62,22 +64,16 @@
  * 6.12's BTF lacks. 6.12 does not dispatch migration-disabled tasks for the scheduler, so
  * ops.enqueue() keeps them (and single-CPU tasks) on their CPU's local DSQ.
  *
- * 5. The agent's moves (paper III-D steps 2 and 3)
+ * 5. The agent's moves (paper III-D steps 1 to 3)
  *
- * User space (src/policy.rs) decides every --interval-ms which tasks move where and writes
- * {tid, cpu, seq} into policy_moves. apply_move() takes a new entry at the task's next placement
- * (a wakeup, or the end of its slice: ops.enqueue() re-places a task away from its target), if
- * the round's budget allows: round_moves counts moves applied this round, with a
- * compare-and-swap below max_moves (--max-migrations), and user space swaps it to 0 each round.
- * The target then comes first while it is idle or has room, and is dropped on release or when
- * the task's IRQ CPU changes.
+ * agent.bpf.c: release (is_net_task()) and the upgrades and sheds user space decides
+ * (apply_move()). A task's move target comes first in pick_net_cpu() while it is idle or has
+ * room.
  *
  * 6. Accepted races
  *
  * Loads and the idle state of remote CPUs are read without locks; a stale value costs one
- * suboptimal placement. class_*_min may change between two placements of one task. A
- * policy_moves slot may be read while user space rewrites it: a torn entry pairs a tid with
- * another move's CPU, which costs one misplaced move, still within the budget.
+ * suboptimal placement. class_*_min may change between two placements of one task.
  */
 #include "miami.bpf.h"
 
@@ -107,14 +103,6 @@ const volatile u64 load_win_ns = 10000000;
  */
 volatile u32 class_high_min = 100000;
 volatile u32 class_middle_min = 10000;
-/* Step 1: a network task silent this long is placed normally again. Default 1 s. Too short and
- * a paced sender drops in and out of its tier; too long and a finished one keeps it. */
-volatile u64 release_ns = 1000000000;
-/* Agent moves (policy_moves) applied per agent round at most (--max-migrations). Default 4.
- * The paper caps migrations per round because each one costs a cold cache. */
-volatile u32 max_moves = 4;
-/* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
-volatile u32 round_moves;
 
 static u64 vtime_now;
 
@@ -138,14 +126,6 @@ struct {
 	__type(key, u32);
 	__type(value, struct cpu_ctx);
 } cpu_ctx_stor SEC(".maps");
-
-/* The agent's moves, one slot per thread (tid % slots), written by user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MIAMI_NR_TASK_SLOTS);
-	__type(key, u32);
-	__type(value, struct policy_move);
-} policy_moves SEC(".maps");
 
 static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 {
@@ -190,35 +170,6 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
 	return MIAMI_TIER_OTHER;
 }
 
-/* Add @busy_ns to @la and close its window when it is over. */
-static void load_add(struct load_avg *la, u64 busy_ns, u64 now)
-{
-	u64 elapsed, util;
-
-	la->win_busy_ns += busy_ns;
-	elapsed = now - la->win_start_ns;
-	if (elapsed < load_win_ns)
-		return;
-	util = la->win_busy_ns * 1024 / elapsed;
-	if (util > 1024)
-		util = 1024;
-	la->avg = (la->avg + util) / 2;
-	la->win_start_ns = now;
-	la->win_busy_ns = 0;
-}
-
-/* The average as seen now: halved for every window that passed without an update. */
-static u32 load_read(const struct load_avg *la, u64 now)
-{
-	u64 idle_wins = (now - la->win_start_ns) / load_win_ns;
-
-	if (idle_wins <= 1)
-		return la->avg;
-	if (idle_wins > 11)
-		return 0;
-	return la->avg >> (idle_wins - 1);
-}
-
 /*
  * Does @cpu have room for one more network task? For the task's own previous CPU the load
  * already includes the task itself, so staying there adds nothing: only the queue counts.
@@ -242,28 +193,6 @@ static bool all_cpus_allowed(const struct task_struct *p)
 	return p->nr_cpus_allowed >= nr_cpu_ids;
 }
 
-/*
- * Is @p a network task right now? Step 1 (release) happens here, in O(1): a task whose last
- * call is older than release_ns is placed normally until it communicates again.
- */
-static bool is_net_task(struct task_ctx *taskc, u64 now)
-{
-	bool net;
-
-	if (!taskc)
-		return false;
-	net = taskc->intens && taskc->irq_cpu >= 0 && taskc->irq_cpu < nr_cpu_ids &&
-	      now - taskc->last_comm_ns < release_ns;
-	if (!net && taskc->placed_net) {
-		taskc->placed_net = 0;
-		taskc->target_cpu = MIAMI_NO_CPU;
-		stat_inc(MIAMI_STAT_RELEASES);
-	}
-	if (net && !taskc->placed_net)
-		taskc->placed_net = 1;
-	return net;
-}
-
 /* Is the task running on @cpu a network task? */
 static bool cpuc_cur_net(s32 cpu)
 {
@@ -278,32 +207,6 @@ static bool cpuc_cur_kthread(s32 cpu)
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
 	return cpuc && cpuc->cur_kthread;
-}
-
-/*
- * Take the agent's pending move for @p, if any, within the round's budget: the cap on moves per
- * round is enforced here, where moves happen, not in user space. A move whose budget is spent
- * stays pending for the next round. A target set before the IRQ CPU moved is dropped: the
- * agent decided it against the old IRQ CPU.
- */
-static void apply_move(const struct task_struct *p, struct task_ctx *taskc)
-{
-	u32 slot = (u32)p->pid & (MIAMI_NR_TASK_SLOTS - 1), n;
-	struct policy_move *mv = bpf_map_lookup_elem(&policy_moves, &slot);
-
-	if (taskc->target_cpu >= 0 && taskc->target_irq != taskc->irq_cpu)
-		taskc->target_cpu = MIAMI_NO_CPU;
-	if (!mv || mv->tid != p->pid || mv->seq == taskc->move_seq)
-		return;
-	n = round_moves;
-	if (n >= max_moves || __sync_val_compare_and_swap(&round_moves, n, n + 1) != n) {
-		stat_inc(MIAMI_STAT_POLICY_DEFERRED);
-		return;
-	}
-	taskc->move_seq = mv->seq;
-	taskc->target_cpu = mv->cpu;
-	taskc->target_irq = taskc->irq_cpu;
-	stat_inc(mv->kind == MIAMI_MOVE_SHED ? MIAMI_STAT_POLICY_SHEDS : MIAMI_STAT_POLICY_UPGRADES);
 }
 
 /* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. */
@@ -404,18 +307,22 @@ static s32 llc_fallback_cpu(const struct task_struct *p, struct task_ctx *taskc,
 	return -1;
 }
 
+/* Claim an idle CPU that takes no NIC IRQ; -1 if there is none. */
+static s32 pick_idle_non_irq(void)
+{
+	struct bpf_cpumask *non_irq = non_irq_cpumask;
+
+	return non_irq ? scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0) : -1;
+}
+
 /*
  * Claim an idle CPU that takes no NIC IRQ and kick it, so it picks up non-network work that an
  * IRQ CPU would otherwise take. False if there is none.
  */
 static bool kick_idle_non_irq(void)
 {
-	struct bpf_cpumask *non_irq = non_irq_cpumask;
-	s32 cpu;
+	s32 cpu = pick_idle_non_irq();
 
-	if (!non_irq)
-		return false;
-	cpu = scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0);
 	if (cpu < 0)
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -432,7 +339,6 @@ static bool is_irq_cpu(s32 cpu)
 /* Normal placement: an idle CPU that is not an IRQ CPU if there is one. */
 static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *idle)
 {
-	struct bpf_cpumask *non_irq;
 	struct cpu_ctx *cpuc;
 	s32 cpu;
 
@@ -442,14 +348,10 @@ static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, 
 		*idle = true;
 		return prev_cpu;
 	}
-	non_irq = non_irq_cpumask;
-	if (non_irq && all_cpus_allowed(p)) {
-		cpu = scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0);
-		if (cpu >= 0) {
-			stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
-			*idle = true;
-			return cpu;
-		}
+	if (all_cpus_allowed(p) && (cpu = pick_idle_non_irq()) >= 0) {
+		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+		*idle = true;
+		return cpu;
 	}
 	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, idle);
 }
@@ -520,25 +422,23 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 /*
  * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
  * task running by refilling its slice, except non-network work on an IRQ CPU: that one comes
- * here and moves to an idle non-IRQ CPU. The kernel would otherwise keep running it where it is
- * (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds nothing), so a CPU hog that
- * once landed on an IRQ CPU would stay there for good. With no idle non-IRQ CPU it stays, and
- * the kick is the follow-up scheduling event the kernel asks for after this flag.
+ * here and moves to an idle non-IRQ CPU (its DSQ, see section 3). The kernel would otherwise
+ * keep running it where it is (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds
+ * nothing), so a CPU hog that once landed on an IRQ CPU would stay there for good. With no idle
+ * non-IRQ CPU it stays, and the kick is the follow-up scheduling event the kernel asks for
+ * after this flag.
  */
 static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
 			 u64 enq_flags)
 {
-	struct bpf_cpumask *non_irq = non_irq_cpumask;
 	s32 idle;
 
-	if (non_irq && is_irq_cpu(cpu) && all_cpus_allowed(p) && !is_net_task(taskc, now)) {
-		idle = scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0);
-		if (idle >= 0) {
-			stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, slice_ns, enq_flags);
-			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-			return;
-		}
+	if (is_irq_cpu(cpu) && all_cpus_allowed(p) && !is_net_task(taskc, now) &&
+	    (idle = pick_idle_non_irq()) >= 0) {
+		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+		scx_bpf_dsq_insert_vtime(p, idle, slice_ns, task_vtime(p), enq_flags);
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		return;
 	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);

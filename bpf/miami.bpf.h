@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * BPF-internal state shared by main.bpf.c (sched_ext ops) and netmon.bpf.c (TCP probes).
+ * BPF-internal state shared by main.bpf.c (sched_ext ops), netmon.bpf.c (TCP probes) and
+ * agent.bpf.c (the agent's moves).
  *
  * The maps both files touch are defined here __weak: each object carries an identical
  * definition and libbpf's static linker keeps one. Globals owned by one file are declared
@@ -56,6 +57,38 @@ struct load_avg {
 	u32	pad;
 };
 
+/* Window of the load averages (main.bpf.c rodata). */
+extern const volatile u64 load_win_ns;
+
+/* Add @busy_ns to @la and close its window when it is over. */
+static __always_inline void load_add(struct load_avg *la, u64 busy_ns, u64 now)
+{
+	u64 elapsed, util;
+
+	la->win_busy_ns += busy_ns;
+	elapsed = now - la->win_start_ns;
+	if (elapsed < load_win_ns)
+		return;
+	util = la->win_busy_ns * 1024 / elapsed;
+	if (util > 1024)
+		util = 1024;
+	la->avg = (la->avg + util) / 2;
+	la->win_start_ns = now;
+	la->win_busy_ns = 0;
+}
+
+/* The average as seen now: halved for every window that passed without an update. */
+static __always_inline u32 load_read(const struct load_avg *la, u64 now)
+{
+	u64 idle_wins = (now - la->win_start_ns) / load_win_ns;
+
+	if (idle_wins <= 1)
+		return la->avg;
+	if (idle_wins > 11)
+		return 0;
+	return la->avg >> (idle_wins - 1);
+}
+
 struct cpu_ctx {
 	u64		run_start_ns;	/* when the current task started running */
 	u64		busy_ns;	/* cumulative busy time of scx tasks (user space reads it) */
@@ -110,6 +143,17 @@ static __always_inline u32 class_of(u32 intens)
 		return MIAMI_CLASS_MIDDLE;
 	return MIAMI_CLASS_LOW;
 }
+
+/* Set by the loader before load (main.bpf.c rodata): CPUs possible. */
+extern const volatile u32 nr_cpu_ids;
+
+/*
+ * agent.bpf.c. Is @p (its @taskc) a network task right now? Releases it (step 1) when it has
+ * been silent for release_ns.
+ */
+__hidden bool is_net_task(struct task_ctx *taskc, u64 now);
+/* agent.bpf.c. Take the agent's pending move for @p, if any, within the round's budget. */
+__hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc);
 
 static __always_inline struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)
 {

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_miami: the agent's side in BPF (MiAMI paper, section III-D).
+ *
+ * The agent runs in user space (src/policy.rs) every --interval-ms. Of its three steps, BPF
+ * carries out all three at the task's next placement, so none of them needs a loop over tasks
+ * here:
+ *
+ * Step 1, release: is_net_task() treats a task whose last send/recv call is older than
+ * release_ns as a non-network task until it communicates again, in O(1) per placement. Its
+ * move target goes with it.
+ *
+ * Steps 2 and 3, upgrade and shed: user space writes {tid, cpu, seq} into policy_moves, one
+ * slot per thread (tid % slots). apply_move() takes a new entry at the task's next placement (a
+ * wakeup, or the end of its slice: ops.enqueue() re-places a task away from its target), if the
+ * round's budget allows: round_moves counts moves applied this round, with a compare-and-swap
+ * below max_moves (--max-migrations), and user space swaps it to 0 each round. The cap is
+ * enforced here, where moves happen, not in user space: a move whose budget is spent stays
+ * pending for the next round. main.bpf.c then tries the target first while it is idle or has
+ * room. A target set before the task's IRQ CPU moved is dropped: the agent decided it against
+ * the old IRQ CPU.
+ *
+ * Accepted races: a policy_moves slot may be read while user space rewrites it; a torn entry
+ * pairs a tid with another move's CPU, which costs one misplaced move, still within the budget.
+ * Two tasks of one slot (tid % slots) evict each other's entries; user space sees the move not
+ * taken and repeats it in a later round.
+ *
+ * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
+ * main.bpf.c, with the callers' pointer types, as if they were in the same file.
+ */
+#include "miami.bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+/* Step 1: a network task silent this long is placed normally again. Default 1 s. Too short and
+ * a paced sender drops in and out of its tier; too long and a finished one keeps it. */
+volatile u64 release_ns = 1000000000;
+/* Agent moves (policy_moves) applied per agent round at most (--max-migrations). Default 4.
+ * The paper caps migrations per round because each one costs a cold cache. */
+volatile u32 max_moves = 4;
+/* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
+volatile u32 round_moves;
+
+/* The agent's moves, one slot per thread (tid % slots), written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_NR_TASK_SLOTS);
+	__type(key, u32);
+	__type(value, struct policy_move);
+} policy_moves SEC(".maps");
+
+__hidden bool is_net_task(struct task_ctx *taskc, u64 now)
+{
+	bool net;
+
+	if (!taskc)
+		return false;
+	net = taskc->intens && taskc->irq_cpu >= 0 && taskc->irq_cpu < nr_cpu_ids &&
+	      now - taskc->last_comm_ns < release_ns;
+	if (!net && taskc->placed_net) {
+		taskc->placed_net = 0;
+		taskc->target_cpu = MIAMI_NO_CPU;
+		stat_inc(MIAMI_STAT_RELEASES);
+	}
+	if (net && !taskc->placed_net)
+		taskc->placed_net = 1;
+	return net;
+}
+
+__hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc)
+{
+	u32 slot = (u32)p->pid & (MIAMI_NR_TASK_SLOTS - 1), n;
+	struct policy_move *mv = bpf_map_lookup_elem(&policy_moves, &slot);
+
+	if (taskc->target_cpu >= 0 && taskc->target_irq != taskc->irq_cpu)
+		taskc->target_cpu = MIAMI_NO_CPU;
+	if (!mv || mv->tid != p->pid || mv->seq == taskc->move_seq)
+		return;
+	n = round_moves;
+	if (n >= max_moves || __sync_val_compare_and_swap(&round_moves, n, n + 1) != n) {
+		stat_inc(MIAMI_STAT_POLICY_DEFERRED);
+		return;
+	}
+	taskc->move_seq = mv->seq;
+	taskc->target_cpu = mv->cpu;
+	taskc->target_irq = taskc->irq_cpu;
+	stat_inc(mv->kind == MIAMI_MOVE_SHED ? MIAMI_STAT_POLICY_SHEDS : MIAMI_STAT_POLICY_UPGRADES);
+}
