@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 BIN := target/release/scx_miami
 TOOLS := target/tools/pacer
 
-.PHONY: all deps build test demo host-test vm-test clean docs
+.PHONY: all deps build test demo bench host-test vm-test clean docs
 
 all: build
 
@@ -28,6 +28,11 @@ target/tools/pacer: tests/vm/tools/pacer.c
 # there); ends with "N passed, N failed".
 test: build
 	scripts/test.sh
+
+# Benchmarks print figures and assert nothing. tui_cpu: the TUI's CPU use against a synthetic
+# stats server on the host (root; refuses while a scheduler's socket exists).
+bench: build
+	cargo bench -p scx_miami --bench tui_cpu
 
 demo: build
 	tests/vm/run.sh --timeout 900 -- tests/vm/demo.sh

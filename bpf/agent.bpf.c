@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_miami: the agent's side in BPF (MiAMI paper, section III-D).
+ * scx_miami: the agent's side in BPF (MiAMI paper, section III-D), and the IRQ map it keeps.
  *
  * The agent runs in user space (src/policy.rs) every --interval-ms. Of its three steps, BPF
  * carries out all three at the task's next placement, so none of them needs a loop over tasks
@@ -19,6 +19,10 @@
  * pending for the next round. main.bpf.c then tries the target first while it is idle or has
  * room. A target set before the task's IRQ CPU moved is dropped: the agent decided it against
  * the old IRQ CPU.
+ *
+ * The IRQ map: whenever the NIC IRQ affinity changes, user space runs miami_set_irq_cpu() for
+ * every CPU whose role changed (cpu_ctx.is_irq, and non_irq_cpumask, where non-network work
+ * prefers to run).
  *
  * Accepted races: a policy_moves slot may be read while user space rewrites it; a torn entry
  * pairs a tid with another move's CPU, which costs one misplaced move, still within the budget.
@@ -85,4 +89,34 @@ __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc)
 	taskc->target_cpu = mv->cpu;
 	taskc->target_irq = taskc->irq_cpu;
 	stat_inc(mv->kind == MIAMI_MOVE_SHED ? MIAMI_STAT_POLICY_SHEDS : MIAMI_STAT_POLICY_UPGRADES);
+}
+
+/*
+ * Mark or unmark a CPU as an IRQ CPU. Run by user space (BPF_PROG_TEST_RUN) whenever the NIC
+ * IRQ map changes.
+ */
+SEC("syscall")
+int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
+{
+	struct bpf_cpumask *mask;
+	struct cpu_ctx *cpuc;
+	s32 cpu = arg->cpu;
+
+	if (cpu < 0 || cpu >= nr_cpu_ids)
+		return -EINVAL;
+	cpuc = try_lookup_cpu_ctx(cpu);
+	if (!cpuc)
+		return -ENOENT;
+	cpuc->is_irq = arg->is_irq ? 1 : 0;
+
+	bpf_rcu_read_lock();
+	mask = non_irq_cpumask;
+	if (mask) {
+		if (arg->is_irq)
+			bpf_cpumask_clear_cpu(cpu, mask);
+		else
+			bpf_cpumask_set_cpu(cpu, mask);
+	}
+	bpf_rcu_read_unlock();
+	return 0;
 }

@@ -106,7 +106,7 @@ volatile u32 class_middle_min = 10000;
 
 static u64 vtime_now;
 
-/* CPUs that take no NIC input IRQ: where non-network tasks prefer to run. */
+/* CPUs that take no NIC input IRQ: where non-network tasks prefer to run (agent.bpf.c). */
 private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
 
 struct llc_ctx {
@@ -119,20 +119,6 @@ struct {
 	__type(key, u32);
 	__type(value, struct llc_ctx);
 } llc_ctx_stor SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MIAMI_MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct cpu_ctx);
-} cpu_ctx_stor SEC(".maps");
-
-static struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
-{
-	u32 key = cpu;
-
-	return bpf_map_lookup_elem(&cpu_ctx_stor, &key);
-}
 
 /* LLC of @cpu; an impossible id for an invalid CPU, so it matches no real LLC. */
 static u32 llc_of(s32 cpu)
@@ -684,36 +670,6 @@ void BPF_STRUCT_OPS(miami_stopping, struct task_struct *p, bool runnable)
 void BPF_STRUCT_OPS(miami_enable, struct task_struct *p)
 {
 	p->scx.dsq_vtime = vtime_now;
-}
-
-/*
- * Mark or unmark a CPU as an IRQ CPU. Run by user space (BPF_PROG_TEST_RUN) whenever the NIC
- * IRQ map changes.
- */
-SEC("syscall")
-int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
-{
-	struct bpf_cpumask *mask;
-	struct cpu_ctx *cpuc;
-	s32 cpu = arg->cpu;
-
-	if (cpu < 0 || cpu >= nr_cpu_ids)
-		return -EINVAL;
-	cpuc = try_lookup_cpu_ctx(cpu);
-	if (!cpuc)
-		return -ENOENT;
-	cpuc->is_irq = arg->is_irq ? 1 : 0;
-
-	bpf_rcu_read_lock();
-	mask = non_irq_cpumask;
-	if (mask) {
-		if (arg->is_irq)
-			bpf_cpumask_clear_cpu(cpu, mask);
-		else
-			bpf_cpumask_set_cpu(cpu, mask);
-	}
-	bpf_rcu_read_unlock();
-	return 0;
 }
 
 static s32 init_cpumasks(void)

@@ -112,6 +112,13 @@ struct {
 } task_ctx_stor SEC(".maps") __weak;
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
+} cpu_ctx_stor SEC(".maps") __weak;
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MIAMI_NR_STATS);
 	__type(key, u32);
@@ -154,6 +161,16 @@ extern const volatile u32 nr_cpu_ids;
 __hidden bool is_net_task(struct task_ctx *taskc, u64 now);
 /* agent.bpf.c. Take the agent's pending move for @p, if any, within the round's budget. */
 __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc);
+
+/* CPUs that take no NIC input IRQ (main.bpf.c; agent.bpf.c keeps it up to date). */
+extern private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
+
+static __always_inline struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_ctx_stor, &key);
+}
 
 static __always_inline struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)
 {

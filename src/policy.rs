@@ -5,7 +5,7 @@
 //!
 //! Each round (--interval-ms):
 //! 1. Release: tasks silent for --release-after-ms are out of the agent's view. The release
-//!    itself happens in BPF at the task's next placement (main.bpf.c is_net_task()), in O(1);
+//!    itself happens in BPF at the task's next placement (agent.bpf.c is_net_task()), in O(1);
 //!    the agent only stops considering them and counts them.
 //! 2. Upgrade: class-high tasks in the cache or other tier move to their IRQ CPU if its load is
 //!    below --low-load-pct, else (from the other tier) to the least loaded CPU of the IRQ CPU's

@@ -274,7 +274,8 @@ vm_reset() {
 # receivers_run LABEL N_A N_B SECS [client args]
 #                        N_A iperf3 receivers on pair A and N_B on pair B (servers in the root
 #                        ns, clients in ns cli); once all are streaming, probes them for SECS-2 s,
-#                        each against its own NIC's IRQ CPU: /tmp/LABEL.json
+#                        each against its own NIC's IRQ CPU: /tmp/LABEL.json. RECEIVER_OPTS:
+#                        extra iperf3 -s options (e.g. "-i 0")
 # stats_total NAME       NAME in the totals that scx_miami logs when it stops ($SCHED_LOG)
 # wait_streaming PID...  wait (at most 30 s) until every iperf3 server PID has its stream
 #                        thread (iperf3 >= 3.16: one thread per stream); logs how many do
@@ -301,12 +302,15 @@ jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval
 receivers_run() {
 	local label=$1 na=$2 nb=$3 secs=$4 i
 	shift 4
-	local srv=() irqof=() cl=()
+	local srv=() irqof=() cl=() sopts
+	read -ra sopts <<<"${RECEIVER_OPTS:-}" # extra iperf3 -s options
 	for ((i = 0; i < na + nb; i++)); do
 		if ((i < na)); then
-			iperf_server $((5201 + i)) "$ADDR_A_SRV"; irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=1")
+			iperf_server $((5201 + i)) "$ADDR_A_SRV" "${sopts[@]}"
+			irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=1")
 		else
-			iperf_server $((5201 + i)) "$ADDR_B_SRV"; irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=5")
+			iperf_server $((5201 + i)) "$ADDR_B_SRV" "${sopts[@]}"
+			irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=5")
 		fi
 		srv+=("$IPERF_SERVER_PID")
 	done
