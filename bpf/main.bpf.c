@@ -40,8 +40,8 @@
  *
  * 3. Queues and fairness
  *
- * Each CPU owns a per-CPU DSQ (id = CPU) that holds network tasks placed on it; one shared DSQ
- * (MIAMI_DSQ_SHARED) holds everything else. Both are ordered by vtime (runtime scaled by
+ * Each CPU owns a per-CPU DSQ (id = CPU) that holds network tasks placed on it (and a task
+ * enqueue_last() hands over); one shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both are ordered by vtime (runtime scaled by
  * weight, with a lag limit of one slice), so ops.dispatch() compares the heads of its own DSQ
  * and of the shared DSQ and takes the earlier one: a network task does not starve hogs and
  * hogs do not starve it. We never insert into SCX_DSQ_LOCAL_ON from ops.enqueue() for another
