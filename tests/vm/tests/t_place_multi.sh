@@ -11,19 +11,20 @@
 #   -b 1M:                       89.4% / 95.1%  vs 64.3% / 93.4%
 #   -b 1M, servers -i 0:         90.9% / 98.4%  vs 100%  / 100%
 #   -b 1M -l 16K, servers -i 0:  31.5% / 90.8%  vs 92.0% / 99.6%  (16x the calls: busy again)
+#   -b 1M -l 64K, servers -i 0:  93.0% / 99.5%  vs 0.0%  / 77.8%  (15 of 16 at 100%; this one)
 # -i 0 stops the server's once-a-second report, work of the main thread that is not network
-# work, which scx_miami places normally (anywhere). At 1 Mbit/s the client writes one 128 KB
-# block a second, so a receiver is silent for about the release threshold (1 s) and is
-# sometimes placed normally too: what is left in the other tier.
+# work, which scx_miami places normally (anywhere). At 1 Mbit/s with the default 128 KB writes
+# the client writes one block a second, so a receiver is silent for about the release threshold
+# (1 s) and is sometimes placed normally too; 64 KB writes halve that gap.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
 worst='min(100 * (v["tiers"]["core"] + v["tiers"]["cache"]) for v in d["pids"].values() if v["runtime_ns"] > 0)'
 mean='100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"])'
 net_default
-RECEIVER_OPTS='-i 0' receivers_run eevdf 8 8 10 -b 1M
+RECEIVER_OPTS='-i 0' receivers_run eevdf 8 8 10 -b 1M -l 64K
 sched_start
-RECEIVER_OPTS='-i 0' receivers_run miami 8 8 10 -b 1M
+RECEIVER_OPTS='-i 0' receivers_run miami 8 8 10 -b 1M -l 64K
 sched_stop || fail "sched_stop"
 
 log "core+cache share, worst receiver: EEVDF $(jget /tmp/eevdf.json "round($worst, 1)")%," \
