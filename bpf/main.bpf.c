@@ -301,6 +301,21 @@ static s32 pick_idle_non_irq(void)
 	return non_irq ? scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0) : -1;
 }
 
+/* Is a CPU that takes no NIC IRQ idle right now? Claims nothing. */
+static bool idle_non_irq_exists(void)
+{
+	struct bpf_cpumask *non_irq = non_irq_cpumask;
+	const struct cpumask *idle;
+	bool ret;
+
+	if (!non_irq)
+		return false;
+	idle = scx_bpf_get_idle_cpumask();
+	ret = bpf_cpumask_intersects(idle, cast_mask(non_irq));
+	scx_bpf_put_idle_cpumask(idle);
+	return ret;
+}
+
 /*
  * Claim an idle CPU that takes no NIC IRQ and kick it, so it picks up non-network work that an
  * IRQ CPU would otherwise take. False if there is none.
@@ -408,11 +423,11 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 /*
  * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
  * task running by refilling its slice, except non-network work on an IRQ CPU: that one comes
- * here and moves to an idle non-IRQ CPU (its DSQ, see section 3). The kernel would otherwise
+ * here, when a non-IRQ CPU was idle, and moves to one (its DSQ, see section 3). The kernel would otherwise
  * keep running it where it is (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds
- * nothing), so a CPU hog that once landed on an IRQ CPU would stay there for good. With no idle
- * non-IRQ CPU it stays, and the kick is the follow-up scheduling event the kernel asks for
- * after this flag.
+ * nothing), so a CPU hog that once landed on an IRQ CPU would stay there for good. Should that
+ * CPU have been taken meanwhile, @p stays, and the kick is the follow-up scheduling event the
+ * kernel asks for after this flag.
  */
 static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
 			 u64 enq_flags)
@@ -603,10 +618,12 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/*
-	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU, which
-	 * enqueue_last() moves to an idle non-IRQ CPU.
+	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU while
+	 * a non-IRQ CPU is idle: enqueue_last() moves it there. Checked here, so that a busy
+	 * machine does not send every slice end of an IRQ CPU through enqueue_last() and idle.
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !(irq_cpu && !cpuc_cur_net(cpu)))
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
+	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists()))
 		prev->scx.slice = slice_ns;
 }
 
