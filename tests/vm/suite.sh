@@ -19,15 +19,12 @@
 set -euo pipefail
 
 KERNELS=(7.3 7.2 6.12)
-# Known failing, so not in the default list: t_place_multi.sh (16 receivers; run it with
-# `tests/vm/run.sh -- tests/vm/guest/runall.sh t_place_multi.sh`;
-# worst receiver core+cache 93.0%, 98.1%, 100% in three runs (EEVDF 0.0%, 1.7%, 28.0%); the
-# issue asks >= 95% for each, so it would fail CI one run in three; its header lists variants).
 TESTS=(
 	"t_topology.sh        default"
 	"t_probe.sh           default"
 	"t_sched_basic.sh     all"
 	"t_place_single.sh    default"
+	"t_place_multi.sh     default"
 	"t_place_sender.sh    default"
 	"t_place_hogs.sh      default"
 	"t_release.sh         default"

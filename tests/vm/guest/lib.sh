@@ -302,8 +302,9 @@ jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval
 receivers_run() {
 	local label=$1 na=$2 nb=$3 secs=$4 i
 	shift 4
-	local srv=() irqof=() cl=() sopts
+	local srv=() irqof=() cl=() sopts popts
 	read -ra sopts <<<"${RECEIVER_OPTS:-}" # extra iperf3 -s options
+	read -ra popts <<<"${PROBE_OPTS:-}"   # extra probe.py options, e.g. --trace
 	for ((i = 0; i < na + nb; i++)); do
 		if ((i < na)); then
 			iperf_server $((5201 + i)) "$ADDR_A_SRV" "${sopts[@]}"
@@ -337,7 +338,7 @@ receivers_run() {
 	log "$label: $up of $((na + nb)) receivers streaming after $((SECONDS - t0)) s"
 	sleep 1
 	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 2)) --hz 100 \
-		--probe-cpu "$PROBE_CPU" --json >"/tmp/$label.json" 2>"/tmp/$label.txt" || true
+		--probe-cpu "$PROBE_CPU" "${popts[@]}" --json >"/tmp/$label.json" 2>"/tmp/$label.txt" || true
 	kill "${cl[@]}" 2>/dev/null || true
 	wait "${cl[@]}" 2>/dev/null || true
 	kill "${srv[@]}" 2>/dev/null || true

@@ -8,7 +8,7 @@ it judges EEVDF, scx_miami and peer schedulers alike.
 Usage:
   probe.py (--pids PID[,PID...] | --comm NAME) --duration SEC [--hz 200] [--irq-cpu N]
            [--irq-cpu-of PID=CPU ...] [--irq-of PID=IRQ ...] [--llc "0-3,4-7"]
-           [--probe-cpu N] [--json] [--out FILE]
+           [--probe-cpu N] [--trace [--trace-buf-kb KB]] [--json] [--out FILE]
 
 Method:
   Every 1/hz s each thread of each PID (/proc/PID/task/TID, thread list refreshed every
@@ -28,6 +28,14 @@ Method:
   Migrations: the number of times consecutive samples of one thread saw different CPUs
   (a lower bound on real migrations).
 
+Method with --trace (more exact; needs tracefs, fixed IRQ CPUs and --pids):
+  The sched_stat_runtime event, filtered to the threads of the PIDs (threads started later are
+  added within 0.25 s), is recorded into a private tracefs instance for the whole duration and
+  added up afterwards, so the probe costs nothing while it measures. Each event is a run time
+  delta the scheduler core charged to the running thread on the CPU that emitted it, so the
+  shares are exact, not sampled (see replay()). "samples" is then the number of events and
+  "lost_events" the ring buffer's overruns, which a test should require to be 0.
+
 Tiers relative to a process's IRQ CPU c (--irq-cpu, or --irq-cpu-of PID=CPU per process):
   core  = c itself; cache = the other CPUs sharing c's LLC; other = all remaining CPUs.
   --irq-of PID=IRQ follows a moving IRQ instead (irqbalance): c is the first CPU of
@@ -37,7 +45,8 @@ Tiers relative to a process's IRQ CPU c (--irq-cpu, or --irq-cpu-of PID=CPU per 
   LLC groups: --llc "0-3,4-7", default read from /sys/devices/system/cpu/cpu*/cache/index3.
 
 Output: a human table (stdout, or stderr with --json) and with --json one JSON object:
-  {"duration": s, "samples": n, "hz": achieved, "llc": [[0,1,2,3],[4,5,6,7]],
+  {"duration": s, "samples": n, "hz": achieved, "method": "sample"|"trace",
+   "lost_events": n (null when sampling), "llc": [[0,1,2,3],[4,5,6,7]],
    "pids": {"PID": {"comm", "irq_cpu", "threads", "runtime_ns", "cpu": {"CPU": share},
                     "tiers": {"core", "cache", "other"} (shares 0..1, null without irq cpu),
                     "migrations"}},
@@ -47,6 +56,8 @@ import argparse
 import glob
 import json
 import os
+import re
+import subprocess
 import sys
 import time
 
@@ -164,9 +175,13 @@ class Acc:
         # With --irq-of: runtime per tier against the IRQ CPU of the moment, and every such CPU.
         self.tier = None
         self.irq_seen = []
+        self.by_tid = {}  # tid -> {cpu: ns}, for --threads
 
-    def add(self, cpu, ns, irq_cpu=None, llcs=None):
+    def add(self, cpu, ns, irq_cpu=None, llcs=None, tid=None):
         self.cpu[cpu] = self.cpu.get(cpu, 0) + ns
+        if tid is not None:
+            t = self.by_tid.setdefault(tid, {})
+            t[cpu] = t.get(cpu, 0) + ns
         if irq_cpu is not None:
             self.tier = self.tier or {"core": 0, "cache": 0, "other": 0}
             self.tier[tier_of(cpu, irq_cpu, llcs)] += ns
@@ -208,38 +223,122 @@ def summary(acc, irq_cpu, llcs, comm):
     }
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--pids", help="comma separated PIDs")
-    g.add_argument("--comm", help="all processes with this comm (rescanned every 0.5 s)")
-    ap.add_argument("--duration", type=float, required=True)
-    ap.add_argument("--hz", type=float, default=200)
-    ap.add_argument("--irq-cpu", type=int)
-    ap.add_argument("--irq-cpu-of", action="append", default=[], metavar="PID=CPU")
-    ap.add_argument("--irq-of", action="append", default=[], metavar="PID=IRQ",
-                    help="follow IRQ's current CPU as PID's IRQ CPU")
-    ap.add_argument("--llc", help='LLC groups, e.g. "0-3,4-7" (default: from sysfs)')
-    ap.add_argument("--probe-cpu", help="pin the probe itself to these CPUs (cpulist)")
-    ap.add_argument("--spin-us", type=float, default=0)
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--out", help="write the JSON here too")
-    a = ap.parse_args()
+TRACEFS = "/sys/kernel/tracing"
+EVENT = re.compile(r"-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?\d+\.\d+: (\w+): (.*)$")
+RUNTIME = re.compile(r"pid=(\d+) runtime=(\d+)")
 
-    if a.probe_cpu is not None:
-        os.sched_setaffinity(0, parse_cpulist(a.probe_cpu))
-    llcs = parse_llc_arg(a.llc) if a.llc else sys_llcs()
-    irq_of = {}
-    for spec in a.irq_cpu_of:
-        p, c = spec.split("=")
-        irq_of[int(p)] = int(c)
-    live = {}  # pid -> IRQ number
-    for spec in a.irq_of:
-        p, n = spec.split("=")
-        live[int(p)] = int(n)
+
+def tids_of(pid):
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def wr(path, val):
+    with open(path, "w") as fh:
+        fh.write(val)
+
+
+def trace(a, pids):
+    """Record sched_stat_runtime for the threads of PIDS for --duration s in a private tracefs
+    instance, then add it up. Returns (accs, events, elapsed s, events lost)."""
+    if not os.path.isdir(TRACEFS + "/instances"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=False)
+    inst = f"{TRACEFS}/instances/miami-probe-{os.getpid()}"
+    try:
+        os.mkdir(inst)
+    except OSError as e:
+        sys.exit(f"probe: --trace needs tracefs at {TRACEFS}: {e}")
+    ev = inst + "/events/sched/sched_stat_runtime/"
+    tgid = {}  # tid -> pid
+
+    def watch():
+        """Add threads started since the last call to the event filter."""
+        new = [t for pid in pids for t in tids_of(pid) if t not in tgid]
+        for pid in pids:
+            for t in tids_of(pid):
+                tgid.setdefault(t, pid)
+        if new:
+            wr(ev + "filter", " || ".join(f"pid == {t}" for t in tgid))
+
+    try:
+        wr(inst + "/buffer_size_kb", str(a.trace_buf_kb))
+        watch()
+        wr(ev + "enable", "1")
+        wr(inst + "/trace_marker", "miami-probe start")
+        t0 = time.monotonic()
+        end = t0 + a.duration
+        while time.monotonic() < end:
+            time.sleep(min(0.25, max(0.0, end - time.monotonic())))
+            watch()
+        wr(inst + "/trace_marker", "miami-probe end")
+        wr(inst + "/tracing_on", "0")
+        elapsed = time.monotonic() - t0
+        lost = 0
+        for f in glob.glob(inst + "/per_cpu/cpu*/stats"):
+            with open(f) as fh:
+                for line in fh:
+                    k, _, v = line.partition(":")
+                    if k in ("overrun", "dropped events"):
+                        lost += int(v.split()[0])
+        accs, events = replay(inst + "/trace", tgid, pids)
+    finally:
+        try:
+            wr(ev + "enable", "0")
+        except OSError:
+            pass
+        os.rmdir(inst)
+    return accs, events, elapsed, lost
+
+
+def replay(path, tgid, pids):
+    """Add up the runtime events between the start and end markers per thread and CPU. The
+    scheduler core emits one for the running task at every tick and whenever it stops running
+    (update_curr()), so their sum is the thread's sum_exec_runtime, and the CPU that emits one
+    is the thread's CPU. Except when another task reads a running thread's CPU time
+    (getrusage(), /proc: task_sched_runtime() updates the remote runqueue): that event comes
+    from the reader's CPU, so its runtime waits for the thread's next own event, which is on
+    the CPU it ran on meanwhile (leaving it takes a switch, which emits one). Returns
+    (accs, events)."""
+    accs = {pid: Acc() for pid in pids}
+    last_cpu = {}  # tid -> CPU of its previous event, for migrations
+    remote = {}  # tid -> runtime reported from another task's CPU, not yet placed
+    started = ended = False
+    events = 0
+    with open(path) as fh:
+        for line in fh:
+            m = EVENT.search(line)
+            if not m:
+                continue
+            if m[3] == "tracing_mark_write":
+                started = started or m[4].startswith("miami-probe start")
+                if m[4].startswith("miami-probe end"):
+                    ended = True
+                    break
+                continue
+            r = RUNTIME.search(m[4]) if started and m[3] == "sched_stat_runtime" else None
+            if not r or int(r[1]) not in tgid:
+                continue
+            events += 1
+            tid, cpu = int(r[1]), int(m[2])
+            if int(m[1]) != tid:
+                remote[tid] = remote.get(tid, 0) + int(r[2])
+                continue
+            acc = accs[tgid[tid]]
+            acc.threads.add(tid)
+            acc.add(cpu, int(r[2]) + remote.pop(tid, 0), tid=tid)
+            if last_cpu.get(tid, cpu) != cpu:
+                acc.migrations += 1
+            last_cpu[tid] = cpu
+    if not ended:
+        sys.exit("probe: the trace lost its start or end marker (raise --trace-buf-kb)")
+    return accs, events
+
+
+def sample(a, pids, llcs, live):
+    """Poll /proc at --hz for --duration s. Returns (accs, samples, elapsed s)."""
     live_cpu = {}
-
-    pids = [int(p) for p in a.pids.split(",")] if a.pids else find_comm(a.comm)
     accs = {}
     last = {}  # (pid, tid) -> (runtime, cpu)
     period = 1.0 / a.hz
@@ -288,10 +387,10 @@ def main():
                     continue
                 if r[1] != prev[1]:
                     acc.migrations += 1
-                    acc.add(prev[1], d // 2, ic, llcs)
-                    acc.add(r[1], d - d // 2, ic, llcs)
+                    acc.add(prev[1], d // 2, ic, llcs, tid)
+                    acc.add(r[1], d - d // 2, ic, llcs, tid)
                 elif d:
-                    acc.add(r[1], d, ic, llcs)
+                    acc.add(r[1], d, ic, llcs, tid)
         samples += 1
         if now >= end:
             break
@@ -304,9 +403,56 @@ def main():
             time.sleep(next_t - now - spin)
         while time.monotonic() < next_t:
             pass
-    elapsed = time.monotonic() - start
+    return accs, samples, time.monotonic() - start
 
-    res = {"duration": round(elapsed, 3), "samples": samples,
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--pids", help="comma separated PIDs")
+    g.add_argument("--comm", help="all processes with this comm (rescanned every 0.5 s)")
+    ap.add_argument("--duration", type=float, required=True)
+    ap.add_argument("--hz", type=float, default=200)
+    ap.add_argument("--irq-cpu", type=int)
+    ap.add_argument("--irq-cpu-of", action="append", default=[], metavar="PID=CPU")
+    ap.add_argument("--irq-of", action="append", default=[], metavar="PID=IRQ",
+                    help="follow IRQ's current CPU as PID's IRQ CPU")
+    ap.add_argument("--llc", help='LLC groups, e.g. "0-3,4-7" (default: from sysfs)')
+    ap.add_argument("--probe-cpu", help="pin the probe itself to these CPUs (cpulist)")
+    ap.add_argument("--spin-us", type=float, default=0)
+    ap.add_argument("--trace", action="store_true",
+                    help="record sched_switch in a tracefs instance instead of polling /proc")
+    ap.add_argument("--trace-buf-kb", type=int, default=8192,
+                    help="per-CPU trace buffer with --trace (default 8192)")
+    ap.add_argument("--threads", action="store_true",
+                    help="print each thread's run time per CPU under its process")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="write the JSON here too")
+    a = ap.parse_args()
+    if a.trace and (a.irq_of or a.comm):
+        ap.error("--trace takes --pids and fixed IRQ CPUs (--irq-cpu, --irq-cpu-of)")
+
+    if a.probe_cpu is not None:
+        os.sched_setaffinity(0, parse_cpulist(a.probe_cpu))
+    llcs = parse_llc_arg(a.llc) if a.llc else sys_llcs()
+    irq_of = {}
+    for spec in a.irq_cpu_of:
+        p, c = spec.split("=")
+        irq_of[int(p)] = int(c)
+    live = {}  # pid -> IRQ number
+    for spec in a.irq_of:
+        p, n = spec.split("=")
+        live[int(p)] = int(n)
+
+    pids = [int(p) for p in a.pids.split(",")] if a.pids else find_comm(a.comm)
+    if a.trace:
+        accs, samples, elapsed, lost = trace(a, pids)
+    else:
+        accs, samples, elapsed = sample(a, pids, llcs, live)
+        lost = None
+
+    res = {"duration": round(elapsed, 3), "samples": samples, "lost_events": lost,
+           "method": "trace" if a.trace else "sample",
            "hz": round(samples / elapsed, 1) if elapsed else 0, "llc": llcs, "pids": {}}
     total = Acc()
     total_t = {"core": 0.0, "cache": 0.0, "other": 0.0}
@@ -329,9 +475,15 @@ def main():
                              if have_t else None)
 
     out = sys.stderr if a.json else sys.stdout
-    print(f"probe: {res['duration']} s, {samples} samples ({res['hz']} Hz), llc {llcs}", file=out)
+    if a.trace:
+        print(f"probe: {res['duration']} s, {samples} runtime events, {lost} lost, llc {llcs}",
+              file=out)
+    else:
+        print(f"probe: {res['duration']} s, {samples} samples ({res['hz']} Hz), llc {llcs}",
+              file=out)
     print(f"{'pid':>8} {'comm':<15} {'irq':>3} {'thr':>3} {'run ms':>9} {'core':>6} {'cache':>6}"
           f" {'other':>6} {'migr':>5}  cpus", file=out)
+    accs_s = {str(p): acc for p, acc in accs.items()}
     for pid, s in list(res["pids"].items()) + [("total", res["total"])]:
         t = s["tiers"] or {}
         f = lambda k: f"{100 * t[k]:5.1f}%" if k in t else "     -"
@@ -340,6 +492,10 @@ def main():
         print(f"{pid:>8} {s['comm'][:15]:<15} {irq:>3} {s['threads']:>3} "
               f"{s['runtime_ns'] / 1e6:9.1f} {f('core')} {f('cache')} {f('other')} "
               f"{s['migrations']:>5}  {cpus}", file=out)
+        if a.threads and pid in accs_s:
+            for tid, cpu_ns in sorted(accs_s[pid].by_tid.items()):
+                ms = " ".join(f"{c}:{ns / 1e6:.1f}" for c, ns in sorted(cpu_ns.items()))
+                print(f"{'':>8} tid {tid:<11} ms per cpu  {ms}", file=out)
     if a.json:
         print(json.dumps(res))
     if a.out:
