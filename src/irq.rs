@@ -76,12 +76,20 @@ pub struct NicIrq {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nic {
+    /// The interface name, or for an interface in another network namespace its device's
+    /// ("virtio10", "0000:3b:00.1"): names and ifindexes are per namespace.
     pub name: String,
+    /// 0 for an interface in another network namespace.
     pub ifindex: u32,
     pub irqs: Vec<NicIrq>,
 }
 
 impl Nic {
+    /// Is the interface in another network namespace than ours?
+    pub fn elsewhere(&self) -> bool {
+        self.ifindex == 0
+    }
+
     /// CPUs targeted by this NIC's receive IRQs.
     pub fn rx_cpus(&self) -> BTreeSet<usize> {
         self.irqs
@@ -201,7 +209,79 @@ pub fn irq_affinity(roots: &Roots, irq: u32) -> Vec<usize> {
     vec![]
 }
 
+/// The IRQs of the net device at @dev, named and classified from /proc/interrupts (@names).
+fn nic_irqs(roots: &Roots, names: &BTreeMap<u32, String>, dev: &Path) -> Vec<NicIrq> {
+    let mut irqs: Vec<NicIrq> = device_irqs(dev)
+        .into_iter()
+        .map(|irq| {
+            let qname = names.get(&irq).cloned().unwrap_or_default();
+            NicIrq {
+                irq,
+                kind: QueueKind::from_name(&qname),
+                name: qname,
+                cpus: irq_affinity(roots, irq),
+            }
+        })
+        .collect();
+    // A NIC whose vectors carry no queue names (one shared IRQ, INTx) receives on all of
+    // them except the obvious management ones.
+    if !irqs.iter().any(|i| i.kind.receives()) {
+        for i in irqs.iter_mut() {
+            let n = i.name.to_ascii_lowercase();
+            if !(n.contains("config") || n.contains("link") || n.contains("async")) {
+                i.kind = QueueKind::Combined;
+            }
+        }
+    }
+    irqs
+}
+
+fn is_empty_dir(p: &Path) -> bool {
+    fs::read_dir(p).is_ok_and(|mut rd| rd.next().is_none())
+}
+
+/// Net devices whose interface lives in another network namespace (a container's NIC, an
+/// SR-IOV VF given to a pod): /sys/class/net here does not list them, yet their IRQs land on
+/// this machine's CPUs. Sysfs hides other namespaces' interfaces, so such a device shows an
+/// empty `net/` directory: a virtio device of type net (0x0001), or a PCI function of class
+/// network (0x02xxxx) whose driver made it a net device (`net/` exists; not vfio-pci). A
+/// virtio-pci function is left to its virtio child. Returns (device name, device path).
+fn devices_elsewhere(sys: &Path) -> Vec<(String, PathBuf)> {
+    let list = |bus: &str| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(sys.join("bus").join(bus).join("devices"))
+            .map(|rd| rd.filter_map(|e| Some(e.ok()?.path())).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let mut out = Vec::new();
+    for dev in list("virtio") {
+        if read_trim(&dev.join("device")).as_deref() == Some("0x0001")
+            && is_empty_dir(&dev.join("net"))
+        {
+            out.push(dev);
+        }
+    }
+    for dev in list("pci") {
+        let has_virtio = fs::read_dir(&dev).is_ok_and(|rd| {
+            rd.filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with("virtio"))
+        });
+        if read_trim(&dev.join("class")).is_some_and(|c| c.starts_with("0x02"))
+            && !has_virtio
+            && is_empty_dir(&dev.join("net"))
+        {
+            out.push(dev);
+        }
+    }
+    out.into_iter()
+        .filter_map(|dev| Some((dev.file_name()?.to_str()?.to_string(), dev)))
+        .collect()
+}
+
 /// Every interface with IRQs, or only those named in @only (an unknown name is an error).
+/// Interfaces in other network namespaces count too (see devices_elsewhere()), under their
+/// device's name, since the IRQs they take are ours.
 pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
     let net = roots.sys.join("class/net");
     let names = parse_proc_interrupts(
@@ -212,47 +292,38 @@ pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
     let mut entries: Vec<_> = fs::read_dir(&net)
         .with_context(|| format!("reading {}", net.display()))?
         .filter_map(|e| e.ok())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            (name, e.path().join("device"), e.path())
+        })
         .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().to_string();
-        seen.insert(name.clone());
-        if !only.is_empty() && !only.contains(&name) {
-            continue;
-        }
-        let dev = e.path().join("device");
-        if !dev.exists() {
-            continue;
-        }
-        let irqs: Vec<NicIrq> = device_irqs(&dev)
+    entries.sort();
+    let here = entries.len();
+    entries.extend(
+        devices_elsewhere(&roots.sys)
             .into_iter()
-            .map(|irq| {
-                let qname = names.get(&irq).cloned().unwrap_or_default();
-                NicIrq {
-                    irq,
-                    kind: QueueKind::from_name(&qname),
-                    name: qname,
-                    cpus: irq_affinity(roots, irq),
-                }
-            })
-            .collect();
+            .map(|(name, dev)| (name, dev.clone(), dev)),
+    );
+    for (i, (name, dev, dir)) in entries.into_iter().enumerate() {
+        seen.insert(name.clone());
+        if (!only.is_empty() && !only.contains(&name)) || !dev.exists() {
+            continue;
+        }
+        let mut irqs = nic_irqs(roots, &names, &dev);
+        // Away from /sys/class/net, only the vectors a driver requested (named ones) count.
+        if i >= here {
+            irqs.retain(|q| !q.name.is_empty());
+        }
         if irqs.is_empty() {
             continue;
         }
-        let mut irqs = irqs;
-        // A NIC whose vectors carry no queue names (one shared IRQ, INTx) receives on all of
-        // them except the obvious management ones.
-        if !irqs.iter().any(|i| i.kind.receives()) {
-            for i in irqs.iter_mut() {
-                let n = i.name.to_ascii_lowercase();
-                if !(n.contains("config") || n.contains("link") || n.contains("async")) {
-                    i.kind = QueueKind::Combined;
-                }
-            }
-        }
-        let ifindex = read_trim(&e.path().join("ifindex"))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
+        let ifindex = if i < here {
+            read_trim(&dir.join("ifindex"))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0)
+        } else {
+            0
+        };
         nics.push(Nic {
             name,
             ifindex,
@@ -261,7 +332,8 @@ pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
     }
     if let Some(missing) = only.iter().find(|n| !seen.contains(*n)) {
         bail!(
-            "--nic {missing}: no such interface in {} (have: {})",
+            "--nic {missing}: no such interface in {}, nor a net device in another network \
+             namespace (have: {})",
             net.display(),
             seen.into_iter().collect::<Vec<_>>().join(", ")
         );

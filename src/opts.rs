@@ -95,8 +95,10 @@ pub struct Opts {
 
     /// Only treat these interfaces' IRQ CPUs as IRQ CPUs (comma-separated, e.g. eth0,eth1).
     ///
-    /// Default: every interface that has a device with IRQs (lo, veth, bridges are skipped).
-    /// An unknown name is an error.
+    /// Default: every interface that has a device with IRQs (lo, veth, bridges are skipped),
+    /// including interfaces moved into other network namespaces: their IRQs land on our CPUs
+    /// too. Those go by their device's name (virtio10, 0000:3b:00.1), as the start-up log
+    /// lists them. An unknown name is an error.
     #[arg(long, value_delimiter = ',', value_name = "IF,...")]
     pub nic: Vec<String>,
 

@@ -268,10 +268,14 @@ impl<'a> Scheduler<'a> {
         self.irq_cpus_known = true;
         for nic in &nics {
             let rx: Vec<usize> = nic.rx_cpus().into_iter().collect();
+            let whose = if nic.elsewhere() {
+                "device of an interface in another network namespace".to_string()
+            } else {
+                format!("ifindex {}", nic.ifindex)
+            };
             info!(
-                "NIC {} (ifindex {}): receive IRQs on CPUs {}",
+                "NIC {} ({whose}): receive IRQs on CPUs {}",
                 nic.name,
-                nic.ifindex,
                 format_cpu_list(&rx)
             );
         }

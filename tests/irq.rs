@@ -360,6 +360,140 @@ fn discover_intx_nic_behind_pcie_port() {
     assert_eq!(e.rx_cpus(), set(&[1]));
 }
 
+// ---- interfaces in other network namespaces ----
+
+/// Recursive copy that keeps symlinks as symlinks.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn link(root: &Path, rel: &str, target: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, p).unwrap();
+}
+
+/// The `host` tree plus what sysfs shows once interfaces moved to another namespace (as seen
+/// in the test guest after `ip link set enp0s12 netns cli`): their devices keep an empty
+/// `net/` directory. Built at run time because git keeps no empty directories.
+/// - virtio3 (PCI 0000:00:0c.0): moved; vectors 50 (input.0 -> CPU 7) and 51 (config);
+///   52 is in msi_irqs but requested by no driver (not in /proc/interrupts).
+/// - 0000:3b:00.1: an i40e VF, moved; vector 130 (TxRx-0 -> CPU 3).
+/// - 0000:3b:00.2: a NIC bound to vfio-pci (no `net/` at all): its IRQs belong to a VM.
+/// - virtio1 (enp0s10, visible here) is on the virtio bus too and must not be listed twice.
+fn netns_tree() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    copy_tree(&fixture("host"), r);
+    let dev = "sys/devices/pci0000:00";
+    let mut irqs = std::fs::read_to_string(r.join("proc/interrupts")).unwrap();
+    let row = |irq: u32, cpu: usize, chip: &str, name: &str| {
+        let counts: String = (0..8)
+            .map(|c| format!(" {:>10}", if c == cpu { 5 } else { 0 }))
+            .collect();
+        format!("{irq:>4}:{counts}  {chip}      0-edge      {name}\n")
+    };
+    let tail = irqs.split_off(irqs.find(" NMI:").unwrap());
+    irqs += &row(50, 7, "PCI-MSIX-0000:00:0c.0", "virtio3-input.0");
+    irqs += &row(51, 0, "PCI-MSIX-0000:00:0c.0", "virtio3-config");
+    irqs += &row(130, 3, "IR-PCI-MSIX-0000:3b:00.1", "iavf-eth5-TxRx-0");
+    irqs += &row(140, 2, "IR-PCI-MSIX-0000:3b:00.2", "vfio-msix[0](0000:3b:00.2)");
+    irqs += &tail;
+    std::fs::write(r.join("proc/interrupts"), irqs).unwrap();
+    for (irq, cpu) in [(50, "7"), (51, "0"), (52, "0"), (130, "3"), (140, "2")] {
+        put(r, &format!("proc/irq/{irq}/smp_affinity_list"), cpu);
+    }
+    for irq in [50, 51, 52] {
+        put(r, &format!("{dev}/0000:00:0c.0/msi_irqs/{irq}"), "msix");
+    }
+    put(r, &format!("{dev}/0000:00:0c.0/class"), "0x020000");
+    put(r, &format!("{dev}/0000:00:0c.0/virtio3/device"), "0x0001");
+    std::fs::create_dir_all(r.join(format!("{dev}/0000:00:0c.0/virtio3/net"))).unwrap();
+    put(r, &format!("{dev}/0000:3b:00.1/msi_irqs/130"), "msix");
+    put(r, &format!("{dev}/0000:3b:00.1/class"), "0x020000");
+    std::fs::create_dir_all(r.join(format!("{dev}/0000:3b:00.1/net"))).unwrap();
+    put(r, &format!("{dev}/0000:3b:00.2/msi_irqs/140"), "msix");
+    put(r, &format!("{dev}/0000:3b:00.2/class"), "0x020000");
+    // enp0s10's device, visible: its net/ names it.
+    put(r, &format!("{dev}/0000:00:0a.0/virtio1/device"), "0x0001");
+    put(r, &format!("{dev}/0000:00:0a.0/virtio1/net/enp0s10/ifindex"), "3");
+    put(r, &format!("{dev}/0000:00:0a.0/class"), "0x020000");
+    for (bus, name, target) in [
+        ("virtio", "virtio1", "0000:00:0a.0/virtio1"),
+        ("virtio", "virtio3", "0000:00:0c.0/virtio3"),
+        ("pci", "0000:00:0a.0", "0000:00:0a.0"),
+        ("pci", "0000:00:0c.0", "0000:00:0c.0"),
+        ("pci", "0000:3b:00.1", "0000:3b:00.1"),
+        ("pci", "0000:3b:00.2", "0000:3b:00.2"),
+    ] {
+        link(
+            r,
+            &format!("sys/bus/{bus}/devices/{name}"),
+            &format!("../../../devices/pci0000:00/{target}"),
+        );
+    }
+    t
+}
+
+fn tree_roots(t: &tempfile::TempDir) -> Roots {
+    Roots {
+        sys: t.path().join("sys"),
+        proc: t.path().join("proc"),
+    }
+}
+
+#[test]
+fn discover_finds_devices_of_interfaces_in_other_namespaces() {
+    let t = netns_tree();
+    let nics = discover(&tree_roots(&t), &[]).unwrap();
+    let names: Vec<&str> = nics.iter().map(|n| n.name.as_str()).collect();
+    // Ours first, by name; then the others by bus (virtio, pci) and device. No vfio NIC, no
+    // second enp0s10, no virtio-pci function beside its virtio child.
+    assert_eq!(names, ["enp0s10", "eth0", "eth1", "virtio3", "0000:3b:00.1"]);
+    let v = nic(&nics, "virtio3");
+    assert!(v.elsewhere() && v.ifindex == 0);
+    assert!(!nic(&nics, "enp0s10").elsewhere());
+    // Only the vectors a driver requested: 52 has no /proc/interrupts row.
+    assert_eq!(v.irqs.iter().map(|i| i.irq).collect::<Vec<_>>(), [50, 51]);
+    assert_eq!(v.rx_cpus(), set(&[7]));
+    assert_eq!(nic(&nics, "0000:3b:00.1").rx_cpus(), set(&[3]));
+    // They are IRQ CPUs like any other: 1-3 (enp0s10), 4-7 (eth0), 6 (eth1), 7, 3.
+    assert_eq!(irq_cpus(&nics), set(&[1, 2, 3, 4, 5, 6, 7]));
+}
+
+#[test]
+fn discover_nic_filter_names_devices_in_other_namespaces() {
+    let t = netns_tree();
+    let r = tree_roots(&t);
+    let nics = discover(&r, &["eth1".into(), "virtio3".into()]).unwrap();
+    assert_eq!(
+        nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+        ["eth1", "virtio3"]
+    );
+    let nics = discover(&r, &["eth1".into()]).unwrap();
+    assert_eq!(nics.len(), 1, "{nics:?}");
+    let msg = format!("{:#}", discover(&r, &["virtio9".into()]).unwrap_err());
+    assert!(msg.contains("--nic virtio9") && msg.contains("virtio3"), "{msg}");
+}
+
 // ---- RFS / RPS ----
 
 #[test]

@@ -214,8 +214,15 @@ sched_start() {
 	local prefix=${SCHED_OPS_PREFIX:-miami} limit=${SCHED_START_TIMEOUT:-20}
 	[[ -x $bin ]] || { echo "sched_start: no $bin" >&2; return 1; }
 	[[ $(sched_state) == disabled ]] || { echo "sched_start: sched_ext state is $(sched_state)" >&2; return 1; }
+	# The client NICs (ns cli) stand for the paper's separate client machines. scx_miami
+	# counts the IRQs of interfaces in other namespaces too, so unless a test passes --nic
+	# itself or sets SCHED_ALL_NICS=1, it is told to use the server NICs only.
+	local args=("$@")
+	if [[ -n ${NIC_A:-} && ${SCHED_ALL_NICS:-0} != 1 && " $* " != *" --nic"* ]]; then
+		args+=(--nic "$NIC_A,$NIC_B")
+	fi
 	# Background jobs of a non-interactive shell start with SIGINT ignored: undo that.
-	env --default-signal=INT "$bin" "$@" >"$SCHED_LOG" 2>&1 &
+	env --default-signal=INT "$bin" "${args[@]}" >"$SCHED_LOG" 2>&1 &
 	SCHED_PID=$!
 	for ((i = 0; i < limit * 10; i++)); do
 		if [[ $(sched_state) == enabled && $(sched_ops) == "$prefix"* ]]; then

@@ -4,6 +4,8 @@
 # Guest test, every kernel of the matrix: the BPF object passes the verifier and the scheduler
 # goes enabled -> disabled cleanly; it finds the pinned IRQ CPUs; the TCP probes fire; a second
 # instance is refused with a clear message; bad options exit 2 before touching the kernel.
+# Without --nic it also counts the client NICs, which sit in network namespace cli: their
+# receive IRQs (CPUs 7 and 3) make 1,3,5,7 the IRQ CPUs.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -36,4 +38,15 @@ grep -q "EXIT: unregistered from user space" "$SCHED_LOG" && pass "exit reason r
 	fail "no exit reason in log"
 check_ge "probe_recv calls" "$(stats_total probe_recv)" 10
 check_ge "sockets tracked" "$(stats_total socks_tracked)" 1
+
+# The client NICs' devices, as /proc/interrupts names them (virtioN-input.0).
+dev_of() { awk -v i="$1:" '$1 == i { sub("-input.0$", "", $NF); print $NF }' /proc/interrupts; }
+if SCHED_ALL_NICS=1 sched_start; then pass "enabled without --nic"; else fail "no start without --nic"; fi
+grep -q "IRQ CPUs: 1,3,5,7" "$SCHED_LOG" && pass "IRQ CPUs 1,3,5,7 with the cli namespace's NICs" ||
+	fail "IRQ CPUs: $(grep 'IRQ CPUs' "$SCHED_LOG" || echo none)"
+for c in "$(dev_of "$IRQ_A_CLI") .*CPUs 7\$" "$(dev_of "$IRQ_B_CLI") .*CPUs 3\$"; do
+	grep -q "NIC $c" <(grep "in another network namespace" "$SCHED_LOG") &&
+		pass "logged: NIC $c" || fail "no 'NIC $c' line; log: $(grep '^.*NIC ' "$SCHED_LOG")"
+done
+if sched_stop; then pass "stopped"; else fail "sched_stop"; fi
 finish
