@@ -65,7 +65,7 @@ fetch_612() {
 	for d in "$shared612"/6.12.* "$cache"/6.12.*; do
 		[[ -f $d/bzImage ]] && { log "6.12: $d (prebuilt)"; return; }
 	done
-	log "6.12: not present; build it with scripts/build-kernel-6.12.sh (~10 min), skipping"
+	log "6.12: not present; build it with scripts/build-kernel-6.12.sh (~35 min on 2 cores), skipping"
 }
 
 # Resolve NAME to a cache dir (7.3 -> newest cached 7.3.*).
@@ -74,7 +74,9 @@ kernel_dir() {
 	case $name in
 	default) name=$(suite_version trixie-backports | cut -d. -f1,2) ;;
 	esac
-	for d in $(ls -d "$cache/$name"* "$shared612/$name"* 2>/dev/null | sort -V -r); do
+	# ../shared first: a prebuilt 6.12 there wins over one built here (scripts/build-kernel-6.12.sh).
+	for d in $(ls -d "$shared612/$name"* 2>/dev/null | sort -V -r) \
+		$(ls -d "$cache/$name"* 2>/dev/null | sort -V -r); do
 		[[ -f $d/VERSION || -f $d/bzImage ]] && { echo "$d"; return; }
 	done
 	return 1
