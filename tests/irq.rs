@@ -415,7 +415,12 @@ fn netns_tree() -> tempfile::TempDir {
     irqs += &row(50, 7, "PCI-MSIX-0000:00:0c.0", "virtio3-input.0");
     irqs += &row(51, 0, "PCI-MSIX-0000:00:0c.0", "virtio3-config");
     irqs += &row(130, 3, "IR-PCI-MSIX-0000:3b:00.1", "iavf-eth5-TxRx-0");
-    irqs += &row(140, 2, "IR-PCI-MSIX-0000:3b:00.2", "vfio-msix[0](0000:3b:00.2)");
+    irqs += &row(
+        140,
+        2,
+        "IR-PCI-MSIX-0000:3b:00.2",
+        "vfio-msix[0](0000:3b:00.2)",
+    );
     irqs += &tail;
     std::fs::write(r.join("proc/interrupts"), irqs).unwrap();
     for (irq, cpu) in [(50, "7"), (51, "0"), (52, "0"), (130, "3"), (140, "2")] {
@@ -434,7 +439,11 @@ fn netns_tree() -> tempfile::TempDir {
     put(r, &format!("{dev}/0000:3b:00.2/class"), "0x020000");
     // enp0s10's device, visible: its net/ names it.
     put(r, &format!("{dev}/0000:00:0a.0/virtio1/device"), "0x0001");
-    put(r, &format!("{dev}/0000:00:0a.0/virtio1/net/enp0s10/ifindex"), "3");
+    put(
+        r,
+        &format!("{dev}/0000:00:0a.0/virtio1/net/enp0s10/ifindex"),
+        "3",
+    );
     put(r, &format!("{dev}/0000:00:0a.0/class"), "0x020000");
     for (bus, name, target) in [
         ("virtio", "virtio1", "0000:00:0a.0/virtio1"),
@@ -467,7 +476,10 @@ fn discover_finds_devices_of_interfaces_in_other_namespaces() {
     let names: Vec<&str> = nics.iter().map(|n| n.name.as_str()).collect();
     // Ours first, by name; then the others by bus (virtio, pci) and device. No vfio NIC, no
     // second enp0s10, no virtio-pci function beside its virtio child.
-    assert_eq!(names, ["enp0s10", "eth0", "eth1", "virtio3", "0000:3b:00.1"]);
+    assert_eq!(
+        names,
+        ["enp0s10", "eth0", "eth1", "virtio3", "0000:3b:00.1"]
+    );
     let v = nic(&nics, "virtio3");
     assert!(v.elsewhere() && v.ifindex == 0);
     assert!(!nic(&nics, "enp0s10").elsewhere());
@@ -491,7 +503,10 @@ fn discover_nic_filter_names_devices_in_other_namespaces() {
     let nics = discover(&r, &["eth1".into()]).unwrap();
     assert_eq!(nics.len(), 1, "{nics:?}");
     let msg = format!("{:#}", discover(&r, &["virtio9".into()]).unwrap_err());
-    assert!(msg.contains("--nic virtio9") && msg.contains("virtio3"), "{msg}");
+    assert!(
+        msg.contains("--nic virtio9") && msg.contains("virtio3"),
+        "{msg}"
+    );
 }
 
 // ---- RFS / RPS ----
