@@ -255,10 +255,11 @@ def trace(a, pids):
 
     def watch():
         """Add threads started since the last call to the event filter."""
-        new = [t for pid in pids for t in tids_of(pid) if t not in tgid]
+        new = False
         for pid in pids:
             for t in tids_of(pid):
-                tgid.setdefault(t, pid)
+                if t not in tgid:
+                    tgid[t], new = pid, True
         if new:
             wr(ev + "filter", " || ".join(f"pid == {t}" for t in tgid))
 
