@@ -15,7 +15,12 @@
 # The probe records the scheduler's runtime events (probe.py --trace), not /proc samples: with
 # 32 busy threads the sampler managed 15 Hz, and its half/half split of each interval in which
 # a thread moved can charge a CPU it barely touched. Worst receiver, sampled: 93.0%, 98.1%,
-# 100% in three runs; traced: 100%, 99.8%, 99.2%, 100% in four (EEVDF 22.4, 41.0, 60.8, 45.5%).
+# 100% in three runs; traced: 100%, 99.8%, 99.2%, 100% in four (EEVDF 22.4, 41.0, 60.8, 45.5%),
+# 99.8% (EEVDF 20.0%) in a full make test, then 91.4% (EEVDF 0.0%) in a run where the
+# receivers used 8.8 s of CPU in 8 s: with no idle CPU in its LLC, a waking receiver takes an
+# idle CPU in the other one (8.6% of one receiver's time on CPU 3). It is kept out of the suite
+# until the other tier is used only when the LLC is overloaded on average, not merely busy
+# at the moment of a wakeup.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
