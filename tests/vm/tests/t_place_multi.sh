@@ -17,8 +17,9 @@
 # a thread moved can charge a CPU it barely touched. Worst receiver, sampled: 93.0%, 98.1%,
 # 100% in three runs; traced: 100%, 99.8%, 99.2%, 100% in four (EEVDF 22.4, 41.0, 60.8, 45.5%),
 # 99.8% (EEVDF 20.0%) in a full make test, then 91.4% (EEVDF 0.0%) in a run where the
-# receivers used 8.8 s of CPU in 8 s: with no idle CPU in its LLC, a waking receiver takes an
-# idle CPU in the other one (8.6% of one receiver's time on CPU 3). It is kept out of the suite
+# receivers used 8.8 s of CPU in 8 s and one receiver spent 8.6% of its time on CPU 3, in the
+# other LLC: while its own LLC has no idle CPU, a waking receiver may take an idle CPU there,
+# and an idle CPU there may steal from a backlogged DSQ. It is kept out of the suite
 # until the other tier is used only when the LLC is overloaded on average, not merely busy
 # at the moment of a wakeup.
 set -euo pipefail
