@@ -41,12 +41,13 @@
  * 3. Queues and fairness
  *
  * Each CPU owns a per-CPU DSQ (id = CPU) that holds network tasks placed on it (and a task
- * enqueue_last() hands over); one shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both are ordered by vtime (runtime scaled by
- * weight, with a lag limit of one slice), so ops.dispatch() compares the heads of its own DSQ
- * and of the shared DSQ and takes the earlier one: a network task does not starve hogs and
- * hogs do not starve it. We never insert into SCX_DSQ_LOCAL_ON from ops.enqueue() for another
- * CPU (scx PR #2943, issues #2879/#2825): the task goes to the target's own DSQ and the
- * target's ops.dispatch() moves it, which validates the task's affinity on that CPU.
+ * enqueue_last() hands over); one shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both
+ * are ordered by vtime (runtime scaled by weight, with a lag limit of one slice), so
+ * ops.dispatch() compares the heads of its own DSQ and of the shared DSQ and takes the
+ * earlier one: a network task does not starve hogs and hogs do not starve it. We never insert
+ * into SCX_DSQ_LOCAL_ON from ops.enqueue() for another CPU (scx PR #2943, issues
+ * #2879/#2825): the task goes to the target's own DSQ and the target's ops.dispatch() moves
+ * it, which validates the task's affinity on that CPU.
  *
  * Work conservation: a CPU whose own DSQ is empty first takes an LLC sibling's backlog (a
  * sibling DSQ with two or more tasks, if its head is older than the shared DSQ's), then the
@@ -265,7 +266,8 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 	/* Everything in the LLC busy: queue where there is room, the IRQ CPU first for middle. */
 	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, prev_cpu, now))
 		return irq;
-	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) && has_room(prev_cpu, prev_cpu, now))
+	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) &&
+	    has_room(prev_cpu, prev_cpu, now))
 		return prev_cpu;
 	/*
 	 * Low gives way: it queues on a busy IRQ CPU only if that is its previous CPU (above), or
@@ -423,11 +425,11 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 /*
  * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
  * task running by refilling its slice, except non-network work on an IRQ CPU: that one comes
- * here, when a non-IRQ CPU was idle, and moves to one (its DSQ, see section 3). The kernel would otherwise
- * keep running it where it is (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds
- * nothing), so a CPU hog that once landed on an IRQ CPU would stay there for good. Should that
- * CPU have been taken meanwhile, @p stays, and the kick is the follow-up scheduling event the
- * kernel asks for after this flag.
+ * here, when a non-IRQ CPU was idle, and moves to one (its DSQ, see section 3). The kernel
+ * would otherwise keep running it where it is (without SCX_OPS_ENQ_LAST it does so whenever
+ * dispatch() finds nothing), so a CPU hog that once landed on an IRQ CPU would stay there for
+ * good. Should that CPU have been taken meanwhile, @p stays, and the kick is the follow-up
+ * scheduling event the kernel asks for after this flag.
  */
 static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
 			 u64 enq_flags)

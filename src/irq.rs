@@ -289,41 +289,41 @@ pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
     );
     let mut nics = Vec::new();
     let mut seen = BTreeSet::new();
-    let mut entries: Vec<_> = fs::read_dir(&net)
+    // (name, device, ifindex file: None for an interface in another namespace)
+    let mut entries: Vec<(String, PathBuf, Option<PathBuf>)> = fs::read_dir(&net)
         .with_context(|| format!("reading {}", net.display()))?
         .filter_map(|e| e.ok())
         .map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
-            (name, e.path().join("device"), e.path())
+            (
+                name,
+                e.path().join("device"),
+                Some(e.path().join("ifindex")),
+            )
         })
         .collect();
     entries.sort();
-    let here = entries.len();
     entries.extend(
         devices_elsewhere(&roots.sys)
             .into_iter()
-            .map(|(name, dev)| (name, dev.clone(), dev)),
+            .map(|(name, dev)| (name, dev, None)),
     );
-    for (i, (name, dev, dir)) in entries.into_iter().enumerate() {
+    for (name, dev, ifindex_file) in entries {
         seen.insert(name.clone());
         if (!only.is_empty() && !only.contains(&name)) || !dev.exists() {
             continue;
         }
         let mut irqs = nic_irqs(roots, &names, &dev);
         // Away from /sys/class/net, only the vectors a driver requested (named ones) count.
-        if i >= here {
+        if ifindex_file.is_none() {
             irqs.retain(|q| !q.name.is_empty());
         }
         if irqs.is_empty() {
             continue;
         }
-        let ifindex = if i < here {
-            read_trim(&dir.join("ifindex"))
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0)
-        } else {
-            0
-        };
+        let ifindex = ifindex_file
+            .and_then(|f| read_trim(&f)?.parse().ok())
+            .unwrap_or(0);
         nics.push(Nic {
             name,
             ifindex,

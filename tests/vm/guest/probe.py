@@ -332,7 +332,7 @@ def replay(path, tgid, pids):
             if last_cpu.get(tid, cpu) != cpu:
                 acc.migrations += 1
             last_cpu[tid] = cpu
-    if not ended:
+    if not (started and ended):
         sys.exit("probe: the trace lost its start or end marker (raise --trace-buf-kb)")
     return accs, events
 
@@ -349,7 +349,7 @@ def sample(a, pids, llcs, live):
     next_t = start
     next_scan = start + 0.5
     samples = 0
-    tids_of = {}
+    threads = {}  # pid -> its thread ids, refreshed every 0.25 s
     next_tscan = start
     while True:
         now = time.monotonic()
@@ -358,10 +358,7 @@ def sample(a, pids, llcs, live):
             next_scan = now + 0.5
         if now >= next_tscan:  # new threads are picked up within 0.25 s
             for pid in pids:
-                try:
-                    tids_of[pid] = os.listdir(f"/proc/{pid}/task")
-                except OSError:
-                    tids_of[pid] = []
+                threads[pid] = tids_of(pid)
             for pid, irq in live.items():
                 c = irq_first_cpu(irq)
                 live_cpu[pid] = c
@@ -370,7 +367,7 @@ def sample(a, pids, llcs, live):
                     acc.irq_seen.append(c)
             next_tscan = now + 0.25
         for pid in pids:
-            tids = tids_of.get(pid, [])
+            tids = threads.get(pid, [])
             acc = accs.setdefault(pid, Acc())
             ic = live_cpu.get(pid)
             for tid in tids:
@@ -422,7 +419,7 @@ def main():
     ap.add_argument("--probe-cpu", help="pin the probe itself to these CPUs (cpulist)")
     ap.add_argument("--spin-us", type=float, default=0)
     ap.add_argument("--trace", action="store_true",
-                    help="record sched_switch in a tracefs instance instead of polling /proc")
+                    help="record sched_stat_runtime in a tracefs instance instead of polling /proc")
     ap.add_argument("--trace-buf-kb", type=int, default=8192,
                     help="per-CPU trace buffer with --trace (default 8192)")
     ap.add_argument("--threads", action="store_true",
