@@ -81,6 +81,8 @@ enum miami_stat {
 	MIAMI_STAT_PROBE_RCV_PKT,	/* tcp_rcv_established calls seen (receive path) */
 	MIAMI_STAT_SOCKS_TRACKED,	/* sockets that got a sock_ctx */
 	MIAMI_STAT_REP_CHANGES,		/* a task's representative connection changed */
+	MIAMI_STAT_NET_LLC_HOLD,	/* no room in the LLC, queued there: LLC not overloaded */
+	MIAMI_STAT_NET_SPILL,		/* no room in the LLC, took an idle CPU outside: overloaded */
 	MIAMI_STAT_DIRECT_LOCAL,	/* select_cpu() dispatched straight to an idle CPU */
 	MIAMI_STAT_DSP_CPU,		/* dispatch() took a task from its own per-CPU DSQ */
 	MIAMI_STAT_DSP_SHARED,		/* ... from the shared vtime DSQ */

@@ -51,13 +51,16 @@
  *
  * Work conservation: a CPU whose own DSQ is empty first takes an LLC sibling's backlog (a
  * sibling DSQ with two or more tasks, if its head is older than the shared DSQ's), then the
- * shared DSQ, then any LLC sibling's task, then tasks from CPUs in other LLCs whose DSQ holds
- * more than one (the first is left for its owner, which will run it soon). Slices are bounded,
- * so every DSQ is drained and the watchdog does not fire.
+ * shared DSQ, then any LLC sibling's task, then tasks from CPUs in overloaded LLCs whose DSQ
+ * holds more than one (the first is left for its owner, which will run it soon). Slices are
+ * bounded, so every DSQ is drained and the watchdog does not fire.
  *
- * Overload: a network task with no room in its LLC goes to another tier only if a CPU there is
- * idle; with every CPU busy it queues in its LLC anyway (llc_fallback_cpu()), since moving
- * would only trade a warm cache for an equally busy CPU.
+ * Overload: a network task with no room in its LLC leaves it (tier other) only when the LLC is
+ * overloaded on average, as the agent last measured it (llc_overloaded[]), and only for an idle
+ * CPU; otherwise it queues in its LLC (llc_fallback_cpu()) and an LLC sibling that goes idle
+ * pulls it. Likewise, an idle CPU steals from a DSQ in another LLC only when that LLC is
+ * overloaded. Every CPU of an LLC being busy at the instant of one wakeup is not overload: the
+ * wait is a fraction of a slice, and the other LLC costs a cold cache for the rest of the run.
  *
  * 4. Compatibility
  *
@@ -105,6 +108,13 @@ const volatile u64 load_win_ns = 10000000;
 volatile u32 class_high_min = 100000;
 volatile u32 class_middle_min = 10000;
 
+/*
+ * Written by the agent every round (.bss): 1 for an LLC whose CPUs were busy above
+ * --high-load-pct on average over the last round (/proc/stat, softirq included). Zero until
+ * the first round: no spilling before the agent has looked.
+ */
+volatile u8 llc_overloaded[MIAMI_MAX_LLCS];
+
 static u64 vtime_now;
 
 /* CPUs that take no NIC input IRQ: where non-network tasks prefer to run (agent.bpf.c). */
@@ -135,6 +145,18 @@ static u32 llc_of(s32 cpu)
 	barrier_var(idx);
 	idx &= MIAMI_MAX_CPUS - 1;
 	return cpu_llc[idx];
+}
+
+/* Is @cpu's LLC overloaded on average (llc_overloaded[])? */
+static bool llc_is_overloaded(s32 cpu)
+{
+	u64 llc = llc_of(cpu);
+
+	if (llc >= MIAMI_MAX_LLCS)
+		return false;
+	barrier_var(llc);	/* as in llc_of() */
+	llc &= MIAMI_MAX_LLCS - 1;
+	return llc_overloaded[llc];
 }
 
 static const struct cpumask *llc_span(s32 cpu)
@@ -281,10 +303,10 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 }
 
 /*
- * No room anywhere in @taskc's LLC and no idle CPU elsewhere either: moving to another tier
- * would buy nothing but a cold cache, so queue in the LLC after all, on the previous CPU if it
- * is there, else on the IRQ CPU. LLC siblings that go idle pull from there. -1 if neither may
- * run @p.
+ * No room anywhere in @taskc's LLC, and either the LLC is not overloaded or no CPU elsewhere is
+ * idle: moving to another tier would buy nothing but a cold cache, so queue in the LLC after
+ * all, on the previous CPU if it is there, else on the IRQ CPU. LLC siblings that go idle pull
+ * from there. -1 if neither may run @p.
  */
 static s32 llc_fallback_cpu(const struct task_struct *p, struct task_ctx *taskc, s32 prev_cpu)
 {
@@ -374,12 +396,20 @@ s32 BPF_STRUCT_OPS(miami_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wa
 	if (is_net_task(taskc, now)) {
 		cpu = pick_net_cpu(p, taskc, prev_cpu, now, &idle);
 		if (cpu < 0) {
-			/* Tier other only for an idle CPU; with none, stay in the LLC. */
-			cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
-			if (!idle) {
-				s32 llc_cpu = llc_fallback_cpu(p, taskc, prev_cpu);
+			/*
+			 * Tier other only out of an overloaded LLC and for an idle CPU; else stay in
+			 * the LLC (section 3, "Overload").
+			 */
+			s32 llc_cpu = llc_fallback_cpu(p, taskc, prev_cpu);
 
-				if (llc_cpu >= 0)
+			if (llc_cpu >= 0 && !llc_is_overloaded(taskc->irq_cpu)) {
+				cpu = llc_cpu;
+				stat_inc(MIAMI_STAT_NET_LLC_HOLD);
+			} else {
+				cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
+				if (idle && tier_of(cpu, taskc->irq_cpu) == MIAMI_TIER_OTHER)
+					stat_inc(MIAMI_STAT_NET_SPILL);
+				else if (!idle && llc_cpu >= 0)
 					cpu = llc_cpu;
 			}
 		}
@@ -613,7 +643,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	bpf_for(i, 1, nr_cpu_ids) {
 		other = (cpu + i) % nr_cpu_ids;
 		if (llc_of(other) != my_llc && scx_bpf_dsq_nr_queued(other) > 1 &&
-		    steal_from(other)) {
+		    llc_is_overloaded(other) && steal_from(other)) {
 			stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
 			return;
 		}

@@ -124,6 +124,9 @@ pub struct Round {
     pub released: usize,
     /// CPUs above --high-load-pct.
     pub overloaded: Vec<usize>,
+    /// LLC ids whose CPUs are above --high-load-pct on average: only these may lose network
+    /// tasks to another LLC (BPF llc_overloaded[]).
+    pub overloaded_llcs: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -153,6 +156,23 @@ fn relax(cur: u32, target: u32) -> u32 {
         std::cmp::Ordering::Less => cur + step,
         std::cmp::Ordering::Equal => cur,
     }
+}
+
+/// LLC ids, ascending, whose CPUs' mean load is above @high percent. Placement spills network
+/// tasks out of an LLC only when it is overloaded as a whole: one wakeup finding all of its CPUs
+/// busy says little (t_place_multi: 16 receivers that used about a CPU between them still met
+/// that often enough to lose 8% of one receiver's time to the other LLC).
+pub fn overloaded_llcs(loads: &[f64], llc: &[u32], high: f64) -> Vec<u32> {
+    let mut sums: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
+    for (&l, &id) in loads.iter().zip(llc) {
+        let e = sums.entry(id).or_default();
+        e.0 += l;
+        e.1 += 1;
+    }
+    sums.into_iter()
+        .filter(|&(_, (sum, n))| sum / n as f64 > high)
+        .map(|(id, _)| id)
+        .collect()
 }
 
 impl Policy {
@@ -324,6 +344,11 @@ impl Policy {
             bounds: self.bounds,
             released: released.len(),
             overloaded,
+            overloaded_llcs: overloaded_llcs(
+                &loads[..nr_cpus],
+                &llc[..nr_cpus],
+                self.cfg.high_load_pct,
+            ),
         }
     }
 

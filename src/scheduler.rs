@@ -393,6 +393,14 @@ impl<'a> Scheduler<'a> {
                 .context("writing policy_moves")?;
             log::debug!("agent: {:?} tid {} -> CPU {}", m.kind, m.tid, m.cpu);
         }
+        let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        for (id, flag) in bss.llc_overloaded.iter_mut().enumerate() {
+            let over = round.overloaded_llcs.contains(&(id as u32)) as u8;
+            if *flag != over {
+                log::debug!("agent: LLC {id} overloaded {over}");
+                *flag = over;
+            }
+        }
         let data = self.skel.maps.data_data.as_mut().unwrap();
         if (data.class_high_min, data.class_middle_min)
             != (round.bounds.high_min, round.bounds.middle_min)

@@ -5,7 +5,9 @@
 
 use miami::config::ClassBounds;
 use miami::load::{busy_pct, parse_proc_stat, LoadReader};
-use miami::policy::{Class, Move, MoveKind, Policy, PolicyConfig, TaskView, REPEAT_ROUNDS};
+use miami::policy::{
+    overloaded_llcs, Class, Move, MoveKind, Policy, PolicyConfig, TaskView, REPEAT_ROUNDS,
+};
 
 /// Two LLCs: CPUs 0-3 and 4-7.
 const LLC: [u32; 8] = [0, 0, 0, 0, 1, 1, 1, 1];
@@ -193,6 +195,27 @@ fn shed_target_prefers_the_irq_llc_then_anywhere_below_low_load() {
     let r = p.round(&[95.0; 8], &LLC, &t);
     assert!(r.moves.is_empty());
     assert_eq!(r.overloaded.len(), 8);
+}
+
+// ---- LLC overload: when network tasks may leave their LLC ----
+
+#[test]
+fn an_llc_is_overloaded_only_when_busy_on_average() {
+    let mut p = policy(4);
+    // One CPU of LLC 0 saturated, the LLC at 40% on average: busy, not overloaded.
+    let r = p.round(&loads(&[(1, 100.0)]), &LLC, &[]);
+    assert_eq!(r.overloaded, vec![1]);
+    assert!(r.overloaded_llcs.is_empty(), "{r:?}");
+    // LLC 1 at 92.5% on average (one CPU at 70%): overloaded; LLC 0 at 89.75%: not, because
+    // the limit (90) is exclusive, as for CPUs.
+    let l = [99.0, 80.0, 90.0, 90.0, 100.0, 100.0, 100.0, 70.0];
+    assert_eq!(p.round(&l, &LLC, &[]).overloaded_llcs, vec![1]);
+    assert_eq!(p.round(&[95.0; 8], &LLC, &[]).overloaded_llcs, vec![0, 1]);
+    // LLC ids need not be dense or ordered by CPU.
+    assert_eq!(
+        overloaded_llcs(&[95.0, 10.0, 95.0, 10.0], &[7, 2, 7, 2], 90.0),
+        vec![7]
+    );
 }
 
 // ---- the cap ----

@@ -174,6 +174,18 @@ pub static STATS: &[StatDesc] = &[
         "a task's representative (most intensive) connection changed"
     ),
     stat!(
+        miami_stat_MIAMI_STAT_NET_LLC_HOLD,
+        "net_llc_hold",
+        "count",
+        "network wakeups with no room in the IRQ CPU's LLC that queued there: not overloaded"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_NET_SPILL,
+        "net_spill",
+        "count",
+        "network wakeups with no room in an overloaded LLC that took an idle CPU elsewhere"
+    ),
+    stat!(
         miami_stat_MIAMI_STAT_DIRECT_LOCAL,
         "direct_local",
         "count",

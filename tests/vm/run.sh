@@ -204,6 +204,11 @@ bad=$(grep -naE '\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Kernel panic|Oops|(^|[^[:
 if [[ -n $bad ]]; then
 	msg "kernel trouble in $log:"
 	printf '%s\n' "$bad" | head -n 20 | sed 's/^/vm:   /' >&2
+	# CI keeps only this output, not the log: show the first report itself (RIP, Code, Call
+	# Trace), which is what tells a kernel or emulator fault from one of ours.
+	first=${bad%%:*}
+	msg "kernel lines $first.. of the log:"
+	tail -n "+$first" "$log" | grep -aE '^\[ *[0-9]+\.[0-9]+\] ' | head -n 60 | sed 's/^/vm:   /' >&2
 	((rc == 0)) && rc=3
 fi
 t0=$(cat "$tmp/t0" 2>/dev/null || echo "$start")

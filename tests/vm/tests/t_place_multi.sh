@@ -33,6 +33,8 @@ receivers_run eevdf 8 8 10 -b 1M -l 64K
 sched_start
 receivers_run miami 8 8 10 -b 1M -l 64K
 sched_stop || fail "sched_stop"
+log "placements: held in a busy LLC $(stats_total net_llc_hold), spilled from an overloaded" \
+	"one $(stats_total net_spill), far steals $(stats_total dsp_steal_far)"
 
 log "core+cache share, worst receiver: EEVDF $(jget /tmp/eevdf.json "round($worst, 1)")%," \
 	"scx_miami $(jget /tmp/miami.json "round($worst, 1)")%"
