@@ -19,16 +19,12 @@
 set -euo pipefail
 
 KERNELS=(7.3 7.2 6.12)
-# Not in the default list because it fails about one run in six: t_place_multi.sh (16
-# receivers; `tests/vm/run.sh -- tests/vm/guest/runall.sh t_place_multi.sh`). Traced worst
-# receiver core+cache: 100, 99.8, 99.2, 100, 99.8% and 91.4% (EEVDF 0.0-60.8%). In the failing
-# run the receivers used 8.8 s of CPU in 8 s (1.4-4.6 s in the others); the LLCs had no idle
-# CPU at times, and a receiver then took an idle CPU in the other LLC (see its header).
 TESTS=(
 	"t_topology.sh        default"
 	"t_probe.sh           default"
 	"t_sched_basic.sh     all"
 	"t_place_single.sh    default"
+	"t_place_multi.sh     default"
 	"t_place_sender.sh    default"
 	"t_place_hogs.sh      default"
 	"t_release.sh         default"
