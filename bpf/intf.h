@@ -106,10 +106,11 @@ struct net_task {
 	u32	intens;
 	s32	irq_cpu;
 	s32	cpu;		/* CPU of its last call */
-	u32	ifindex;
+	u32	ifindex;	/* in the namespace netns: ifindexes are per namespace */
 	u8	cls;		/* enum miami_class at its last placement */
 	u8	tier;		/* enum miami_tier it last ran in */
-	u8	pad[6];
+	u8	pad[2];
+	u32	netns;		/* inode number of its network namespace (/proc/PID/ns/net) */
 	char	comm[MIAMI_COMM_LEN];
 };
 

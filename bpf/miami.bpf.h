@@ -26,6 +26,7 @@ struct sock_ctx {
 	s32	irq_cpu;		/* sk_incoming_cpu at the last call */
 	s32	rx_cpu;			/* CPU of the last tcp_rcv_established (cross-check) */
 	u32	ifindex;		/* skb_iif of the last received segment */
+	u32	netns;			/* inode number of the socket's network namespace */
 };
 
 /*
@@ -46,7 +47,7 @@ struct task_ctx {
 	s32	target_cpu;		/* the agent's move target, -1 none (policy_moves) */
 	s32	target_irq;		/* irq_cpu when the move was applied: a re-pin drops it */
 	u32	move_seq;		/* seq of the last policy_moves entry applied */
-	u32	pad2;
+	u32	netns;			/* representative's network namespace (inode number) */
 };
 
 /* A time-windowed busy average of one CPU, in 1/1024 of a CPU. */

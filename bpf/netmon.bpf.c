@@ -24,7 +24,9 @@
  * i.e. its softirq CPU: for a receiver the data path, for a sender the ACK path. With hardware
  * RSS it is the CPU of the NIC queue's IRQ; with RPS/RFS it is whatever CPU the steering chose,
  * which is still where the protocol work happens. A probe on tcp_rcv_established() records the
- * receiving interface (skb_iif) and the CPU it ran on, as a cross-check.
+ * receiving interface (skb_iif) and the CPU it ran on, as a cross-check. An ifindex means
+ * something only within a network namespace, so each socket also records its namespace's inode
+ * number, which user space matches against its own and /run/netns to name the interface.
  *
  * Representative connection (paper III-B: "the most intensive connection" of a process). We
  * work per task rather than per process: threads of one server often serve different
@@ -75,6 +77,7 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now)
 	nt->irq_cpu = taskc->irq_cpu;
 	nt->cpu = bpf_get_smp_processor_id();
 	nt->ifindex = taskc->ifindex;
+	nt->netns = taskc->netns;
 	nt->cls = class_of(taskc->intens);
 	nt->tier = taskc->tier;
 }
@@ -115,6 +118,7 @@ static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *
 	taskc->intens = sockc->intens;
 	taskc->irq_cpu = sockc->irq_cpu;
 	taskc->ifindex = sockc->ifindex;
+	taskc->netns = sockc->netns;
 }
 
 static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
@@ -148,6 +152,7 @@ static __always_inline void note_call(struct sock *sk)
 
 	if (!sockc->last_ns) {
 		sockc->cookie = bpf_get_socket_cookie(sk);
+		sockc->netns = sk->__sk_common.skc_net.net->ns.inum;
 		sockc->irq_cpu = MIAMI_NO_CPU;
 		sockc->rx_cpu = MIAMI_NO_CPU;
 		sockc->win_start_ns = now;

@@ -414,3 +414,66 @@ impl Steering {
         lines
     }
 }
+
+/// Names the interface of a task's representative connection for the task table. BPF records
+/// its ifindex and the inode number of the socket's network namespace, because an ifindex means
+/// something only inside its namespace: a container's eth0 and a host NIC may share one.
+/// Interfaces of our own namespace are named from /sys/class/net; others as `if<N>@<ns>`,
+/// where `<ns>` is the `ip netns` name bound under /run/netns, or `netns:[<inode>]`.
+#[derive(Debug)]
+pub struct NicNames {
+    own_netns: u64,
+    /// ifindex -> name, in our own namespace.
+    names: BTreeMap<u32, String>,
+    /// namespace inode -> `ip netns` name.
+    netns_names: BTreeMap<u64, String>,
+}
+
+impl NicNames {
+    /// Read the names: @class_net (/sys/class/net), @own_ns (/proc/self/ns/net), @netns_dir
+    /// (/run/netns). Whatever cannot be read is left out; labels then fall back to numbers.
+    pub fn read(class_net: &Path, own_ns: &Path, netns_dir: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let entries = |dir: &Path| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .collect::<Vec<_>>()
+        };
+        let names = entries(class_net)
+            .iter()
+            .filter_map(|e| {
+                let idx = read_trim(&e.path().join("ifindex"))?.parse().ok()?;
+                Some((idx, e.file_name().to_string_lossy().into_owned()))
+            })
+            .collect();
+        let netns_names = entries(netns_dir)
+            .iter()
+            .filter_map(|e| {
+                let ino = std::fs::metadata(e.path()).ok()?.ino();
+                Some((ino, e.file_name().to_string_lossy().into_owned()))
+            })
+            .collect();
+        Self {
+            own_netns: std::fs::metadata(own_ns).map_or(0, |m| m.ino()),
+            names,
+            netns_names,
+        }
+    }
+
+    /// The label of @ifindex in the namespace with inode @netns (0: unknown, taken as ours).
+    pub fn label(&self, ifindex: u32, netns: u32) -> String {
+        if netns == 0 || u64::from(netns) == self.own_netns {
+            return self
+                .names
+                .get(&ifindex)
+                .cloned()
+                .unwrap_or_else(|| format!("if{ifindex}"));
+        }
+        match self.netns_names.get(&u64::from(netns)) {
+            Some(ns) => format!("if{ifindex}@{ns}"),
+            None => format!("if{ifindex}@netns:[{netns}]"),
+        }
+    }
+}

@@ -10,10 +10,10 @@ use log::{info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::mem::MaybeUninit;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_tas
 use crate::bpf_intf::{policy_move, set_irq_cpu_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
-use crate::irq::{self, format_cpu_list, Roots};
+use crate::irq::{self, format_cpu_list, NicNames, Roots};
 use crate::load::LoadReader;
 use crate::policy::{Policy, PolicyConfig, TaskView};
 use crate::stats::{
@@ -308,12 +308,12 @@ impl<'a> Scheduler<'a> {
     /// Recently communicating threads from the bounded `net_tasks` table.
     pub fn tasks(&self) -> Vec<TaskRow> {
         let now = monotonic_ns();
-        let nics = Self::nic_names();
-        let nic_name = |ifindex: u32| {
-            nics.get(&ifindex)
-                .cloned()
-                .unwrap_or_else(|| format!("if{ifindex}"))
-        };
+        let nics = NicNames::read(
+            &self.roots.sys.join("class/net"),
+            &self.roots.proc.join("self/ns/net"),
+            Path::new("/run/netns"),
+        );
+        let nic_name = |ifindex: u32, netns: u32| nics.label(ifindex, netns);
         (0..NR_TASK_SLOTS as u32)
             .filter_map(|slot| {
                 let bytes = self
@@ -329,22 +329,6 @@ impl<'a> Scheduler<'a> {
                 let nt: net_task =
                     unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const net_task) };
                 TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS, nic_name)
-            })
-            .collect()
-    }
-
-    /// ifindex -> interface name, read once per snapshot.
-    fn nic_names() -> BTreeMap<u32, String> {
-        let Ok(rd) = std::fs::read_dir("/sys/class/net") else {
-            return BTreeMap::new();
-        };
-        rd.filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let idx = std::fs::read_to_string(e.path().join("ifindex")).ok()?;
-                Some((
-                    idx.trim().parse().ok()?,
-                    e.file_name().to_string_lossy().into_owned(),
-                ))
             })
             .collect()
     }

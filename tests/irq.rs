@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use miami::irq::{
     discover, format_cpu_list, irq_affinity, irq_cpus, parse_cpu_list, parse_proc_interrupts,
-    steering, Nic, QueueKind, Roots, Steering,
+    steering, Nic, NicNames, QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {
@@ -545,4 +545,30 @@ fn steering_off_when_the_files_are_absent() {
     let st = steering(&r, &nics);
     assert_eq!(st, Steering::default());
     assert!(st.describe().is_empty());
+}
+
+#[test]
+fn nic_labels_name_the_namespace_of_the_ifindex() {
+    use std::os::unix::fs::MetadataExt;
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    put(r, "class/net/eth0/ifindex", "2");
+    put(r, "class/net/lo/ifindex", "1");
+    // Stand-ins for /proc/self/ns/net and the /run/netns bind mounts: files whose inode numbers
+    // play the namespaces' inode numbers.
+    put(r, "self_ns", "");
+    put(r, "netns/cli", "");
+    let ino = |p: &str| std::fs::metadata(r.join(p)).unwrap().ino() as u32;
+    let (own, cli) = (ino("self_ns"), ino("netns/cli"));
+    let n = NicNames::read(&r.join("class/net"), &r.join("self_ns"), &r.join("netns"));
+    assert_eq!(n.label(2, own), "eth0");
+    assert_eq!(n.label(2, 0), "eth0", "unknown namespace is taken as ours");
+    assert_eq!(n.label(7, own), "if7");
+    // Index 2 in another namespace is not our eth0.
+    assert_eq!(n.label(2, cli), "if2@cli");
+    let other = own.max(cli) + 1;
+    assert_eq!(n.label(2, other), format!("if2@netns:[{other}]"));
+    // Nothing readable: numbers only.
+    let none = NicNames::read(&r.join("nope"), &r.join("nope"), &r.join("nope"));
+    assert_eq!(none.label(2, 0), "if2");
 }

@@ -446,7 +446,7 @@ pub static TASK_FIELDS: &[FieldDesc] = &[
         Str,
         "name",
         None,
-        "interface of its most intensive connection (-: unknown)"
+        "interface of its most intensive connection (-: unknown; ifN@NS: ifindex N in network namespace NS)"
     ),
     field!(
         "age_ms",
@@ -523,12 +523,12 @@ pub struct TaskRow {
 
 impl TaskRow {
     /// None for an empty slot or one whose thread last called more than @max_age_ms ago.
-    /// @nic_name names an interface by ifindex.
+    /// @nic_name names an interface by ifindex and network namespace inode (NicNames::label).
     pub fn from_slot(
         nt: &net_task,
         now_ns: u64,
         max_age_ms: u64,
-        nic_name: impl Fn(u32) -> String,
+        nic_name: impl Fn(u32, u32) -> String,
     ) -> Option<Self> {
         if nt.tid <= 0 || nt.last_comm_ns == 0 {
             return None;
@@ -563,7 +563,7 @@ impl TaskRow {
             nic: if nt.ifindex == 0 {
                 "-".into()
             } else {
-                nic_name(nt.ifindex)
+                nic_name(nt.ifindex, nt.netns)
             },
             age_ms,
         })

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Live stats against a running scheduler under traffic: the scx_stats socket exists and is
-# root-only (0600), `--monitor` prints the counter report and the task table with the receiver,
+# root-only (0600), `--monitor` prints the counter report and the task table with the receiver
+# and the sender, each with its NIC (the sender's in the client namespace, named as such),
 # `--monitor --format openmetrics` prints counters and ends each scrape with "# EOF", and after
 # the scheduler stops the socket is gone and --monitor exits 1 with a clear message.
 set -euo pipefail
@@ -21,6 +22,12 @@ timeout -s INT 3 "$bin" --monitor 1 --format openmetrics >/tmp/om.txt 2>&1 || tr
 wait "$IPERF_CLIENT_PID" || true
 grep -q '^probe_recv' /tmp/monitor.txt && pass "monitor prints counters" || fail "monitor: $(head -5 /tmp/monitor.txt)"
 grep -q ' iperf3 ' /tmp/monitor.txt && pass "monitor task table lists iperf3" || fail "no iperf3 row"
+# The NIC column (9th): the server's rows name its NIC; the client's, in namespace cli, give
+# the ifindex there and the namespace, not whichever root interface has that index.
+nics=$(awk '$3 == "iperf3" { print $9 }' /tmp/monitor.txt | sort -u | tr '\n' ' ')
+cli_a="if$($IP netns exec cli cat "/sys/class/net/$CLI_A/ifindex")@cli"
+[[ " $nics" == *" $NIC_A "* ]] && pass "server rows name $NIC_A" || fail "server NIC: iperf3 rows show '$nics'"
+[[ " $nics" == *" $cli_a "* ]] && pass "client rows name $cli_a" || fail "client NIC: iperf3 rows show '$nics', want $cli_a"
 grep -q '^# EOF' /tmp/om.txt && pass "openmetrics scrape ends with # EOF" || fail "openmetrics: $(head -5 /tmp/om.txt)"
 # A real OpenMetrics parser (prometheus_client, installed by scripts/deps.sh) accepts the
 # first scrape, and sees the counters and the per-CPU gauges.
