@@ -558,7 +558,11 @@ fn nic_labels_name_the_namespace_of_the_ifindex() {
     // play the namespaces' inode numbers.
     put(r, "self_ns", "");
     put(r, "netns/cli", "");
-    let ino = |p: &str| std::fs::metadata(r.join(p)).unwrap().ino() as u32;
+    // Namespace inode numbers are 32-bit (BPF reads ns.inum); these files' must be too.
+    let ino = |p: &str| {
+        u32::try_from(std::fs::metadata(r.join(p)).unwrap().ino())
+            .expect("this test needs a temp file system with 32-bit inode numbers")
+    };
     let (own, cli) = (ino("self_ns"), ino("netns/cli"));
     let n = NicNames::read(&r.join("class/net"), &r.join("self_ns"), &r.join("netns"));
     assert_eq!(n.label(2, own), "eth0");

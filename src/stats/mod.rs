@@ -446,7 +446,7 @@ pub static TASK_FIELDS: &[FieldDesc] = &[
         Str,
         "name",
         None,
-        "interface of its most intensive connection (-: unknown; ifN@NS: ifindex N in network namespace NS)"
+        "interface of its most intensive connection (-: unknown; ifN@NS: index N in namespace NS)"
     ),
     field!(
         "age_ms",
