@@ -305,15 +305,20 @@ impl<'a> Scheduler<'a> {
         }))
     }
 
-    /// Recently communicating threads from the bounded `net_tasks` table.
+    /// Recently communicating threads from the bounded `net_tasks` table, their NICs named.
     pub fn tasks(&self) -> Vec<TaskRow> {
-        let now = monotonic_ns();
         let nics = NicNames::read(
             &self.roots.sys.join("class/net"),
             &self.roots.proc.join("self/ns/net"),
             Path::new("/run/netns"),
         );
-        let nic_name = |ifindex: u32, netns: u32| nics.label(ifindex, netns);
+        self.tasks_with(|ifindex, netns| nics.label(ifindex, netns))
+    }
+
+    /// The same rows with NICs named by @nic_name. The agent, which never shows a NIC, passes
+    /// a no-op rather than reading sysfs and /run/netns every round.
+    fn tasks_with(&self, nic_name: impl Fn(u32, u32) -> String) -> Vec<TaskRow> {
+        let now = monotonic_ns();
         (0..NR_TASK_SLOTS as u32)
             .filter_map(|slot| {
                 let bytes = self
@@ -328,7 +333,7 @@ impl<'a> Scheduler<'a> {
                 // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
                 let nt: net_task =
                     unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const net_task) };
-                TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS, nic_name)
+                TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS, &nic_name)
             })
             .collect()
     }
@@ -337,7 +342,7 @@ impl<'a> Scheduler<'a> {
     fn agent_round(&mut self) -> Result<()> {
         let loads = self.load.read()?;
         let tasks: Vec<TaskView> = self
-            .tasks()
+            .tasks_with(|_, _| String::new())
             .iter()
             .map(|t| TaskView {
                 tid: t.tid,
