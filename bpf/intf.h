@@ -25,6 +25,7 @@ enum miami_consts {
 	MIAMI_NO_CPU		= -1,
 	MIAMI_NR_TASK_SLOTS	= 256,	/* net_tasks slots (a power of 2) */
 	MIAMI_COMM_LEN		= 16,
+	MIAMI_MAX_NICS		= 256,	/* nic_cpus entries */
 };
 
 /*
@@ -79,6 +80,8 @@ enum miami_stat {
 	MIAMI_STAT_PROBE_SEND,		/* tcp_sendmsg calls seen */
 	MIAMI_STAT_PROBE_RECV,		/* tcp_recvmsg calls seen */
 	MIAMI_STAT_PROBE_RCV_PKT,	/* tcp_rcv_established calls seen (receive path) */
+	MIAMI_STAT_RX_IRQ_CPU,		/* ...of a tracked socket, on one of its NIC's IRQ CPUs */
+	MIAMI_STAT_RX_OFF_IRQ,		/* ...elsewhere: RPS/RFS steering or the socket's backlog */
 	MIAMI_STAT_SOCKS_TRACKED,	/* sockets that got a sock_ctx */
 	MIAMI_STAT_REP_CHANGES,		/* a task's representative connection changed */
 	MIAMI_STAT_NET_LLC_HOLD,	/* no room in the LLC, queued there: LLC not overloaded */
@@ -130,6 +133,19 @@ struct policy_move {
 	s32	cpu;
 	u32	seq;
 	u32	kind;		/* enum miami_move_kind */
+};
+
+/*
+ * The `nic_cpus` hash map: one entry per NIC of the loader's network namespace, keyed by
+ * (namespace inode, ifindex) as sockets record them, holding the CPUs its receive IRQs go to.
+ */
+struct nic_key {
+	u32	netns;
+	u32	ifindex;
+};
+
+struct nic_cpus {
+	u64	cpus[MIAMI_MAX_CPUS / 64];	/* bit N = CPU N */
 };
 
 /* Arguments of the miami_set_irq_cpu syscall program (user space -> IRQ CPU mask). */

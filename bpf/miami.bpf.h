@@ -27,6 +27,8 @@ struct sock_ctx {
 	s32	rx_cpu;			/* CPU of the last tcp_rcv_established (cross-check) */
 	u32	ifindex;		/* skb_iif of the last received segment */
 	u32	netns;			/* inode number of the socket's network namespace */
+	u32	rx_gen;			/* nic_cpus_gen when rx_where was decided */
+	u32	rx_where;		/* enum miami_rx for (ifindex, rx_cpu) */
 };
 
 /*

@@ -28,6 +28,14 @@
  * something only within a network namespace, so each socket also records its namespace's inode
  * number, which user space matches against its own and /run/netns to name the interface.
  *
+ * The same probe checks that CPU against the receiving NIC's IRQ CPUs (the `nic_cpus` map, the
+ * loader's per-NIC sets) and counts rx_irq_cpu or rx_off_irq: how much protocol work the NIC
+ * IRQ map really describes. Off means RPS/RFS steering, threaded NAPI, or a segment queued on
+ * the socket's backlog while its owner held the lock and processed on the owner's CPU. The
+ * verdict is kept per socket and looked up again only when the CPU, the interface or the map
+ * (nic_cpus_gen) changes, so a steady flow costs no map lookup per segment. Sockets of other
+ * namespaces, loopback and NICs the loader does not know are counted in neither.
+ *
  * Representative connection (paper III-B: "the most intensive connection" of a process). We
  * work per task rather than per process: threads of one server often serve different
  * connections, and sched_ext places tasks. A call on connection C makes C the task's
@@ -50,6 +58,23 @@ struct {
 	__type(key, int);
 	__type(value, struct sock_ctx);
 } sock_ctx_stor SEC(".maps");
+
+/* Per-NIC receive IRQ CPUs, written by user space whenever the IRQ map changes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MIAMI_MAX_NICS);
+	__type(key, struct nic_key);
+	__type(value, struct nic_cpus);
+} nic_cpus SEC(".maps");
+
+/* Bumped by user space after each change of nic_cpus: cached verdicts are stale. */
+volatile u32 nic_cpus_gen;
+
+enum miami_rx {
+	MIAMI_RX_UNKNOWN,	/* no nic_cpus entry for the socket's (netns, ifindex) */
+	MIAMI_RX_IRQ_CPU,
+	MIAMI_RX_OFF_IRQ,
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -193,16 +218,45 @@ int BPF_PROG(miami_tcp_recvmsg, struct sock *sk)
  * task already sent or received on are updated (no storage is created here), so the cost for
  * untracked traffic is one failed lookup.
  */
+/* Did @cpu process a segment that came in on @ifindex as one of that NIC's IRQ CPUs? */
+static __always_inline u32 rx_where(u32 netns, u32 ifindex, s32 cpu)
+{
+	struct nic_key key = { .netns = netns, .ifindex = ifindex };
+	struct nic_cpus *nc;
+
+	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
+		return MIAMI_RX_UNKNOWN;
+	nc = bpf_map_lookup_elem(&nic_cpus, &key);
+	if (!nc)
+		return MIAMI_RX_UNKNOWN;
+	if (nc->cpus[(cpu / 64) & (MIAMI_MAX_CPUS / 64 - 1)] & (1ULL << (cpu % 64)))
+		return MIAMI_RX_IRQ_CPU;
+	return MIAMI_RX_OFF_IRQ;
+}
+
 SEC("fentry/tcp_rcv_established")
 int BPF_PROG(miami_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
 {
 	struct sock_ctx *sockc;
+	u32 iif, gen;
+	s32 cpu;
 
 	stat_inc(MIAMI_STAT_PROBE_RCV_PKT);
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, 0);
 	if (!sockc)
 		return 0;
-	sockc->ifindex = skb->skb_iif;
-	sockc->rx_cpu = bpf_get_smp_processor_id();
+	cpu = bpf_get_smp_processor_id();
+	iif = skb->skb_iif;
+	gen = nic_cpus_gen;
+	if (cpu != sockc->rx_cpu || iif != sockc->ifindex || gen != sockc->rx_gen) {
+		sockc->rx_where = rx_where(sockc->netns, iif, cpu);
+		sockc->rx_gen = gen;
+	}
+	sockc->ifindex = iif;
+	sockc->rx_cpu = cpu;
+	if (sockc->rx_where == MIAMI_RX_IRQ_CPU)
+		stat_inc(MIAMI_STAT_RX_IRQ_CPU);
+	else if (sockc->rx_where == MIAMI_RX_OFF_IRQ)
+		stat_inc(MIAMI_STAT_RX_OFF_IRQ);
 	return 0;
 }

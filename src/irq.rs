@@ -346,6 +346,15 @@ pub fn irq_cpus(nics: &[Nic]) -> BTreeSet<usize> {
     nics.iter().flat_map(|n| n.rx_cpus()).collect()
 }
 
+/// The receive IRQ CPUs of each of @nics that lives in our network namespace, by ifindex: what
+/// BPF's `nic_cpus` map holds. Interfaces elsewhere have no ifindex we could key them by.
+pub fn nic_cpu_sets(nics: &[Nic]) -> BTreeMap<u32, BTreeSet<usize>> {
+    nics.iter()
+        .filter(|n| !n.elsewhere())
+        .map(|n| (n.ifindex, n.rx_cpus()))
+        .collect()
+}
+
 /// Receive steering done in software, which decouples protocol work from the NIC IRQ: RFS
 /// (net.core.rps_sock_flow_entries > 0) runs a flow's softirq on the CPU of the task that
 /// consumes it, and RPS (a non-empty rx-N/rps_cpus mask) hashes flows onto the CPUs of the mask.

@@ -10,14 +10,16 @@ use log::{info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::mem::MaybeUninit;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::bpf_intf::{miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key};
 use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_task};
 use crate::bpf_intf::{policy_move, set_irq_cpu_arg};
 use crate::bpf_skel::*;
@@ -54,6 +56,12 @@ pub fn install_sighup() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
+fn as_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is Copy plain data (bindgen structs of integers); the slice borrows @v.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
 /// The agent's configuration within @cfg.
@@ -109,7 +117,11 @@ pub struct Scheduler<'a> {
     cfg: Config,
     roots: Roots,
     irq_cpus: BTreeSet<usize>,
-    /// Whether the IRQ CPU set was read once; later changes count in nr_irq_changes.
+    /// Receive IRQ CPUs per NIC of our namespace, by ifindex, as in BPF's nic_cpus.
+    nic_cpus: BTreeMap<u32, BTreeSet<usize>>,
+    /// Our network namespace's inode number: the other half of a nic_cpus key.
+    own_netns: u32,
+    /// Whether the IRQ map was read once; later changes count in nr_irq_changes.
     irq_cpus_known: bool,
     nr_irq_changes: u64,
     /// RFS/RPS as last seen; logged when it changes.
@@ -191,6 +203,10 @@ impl<'a> Scheduler<'a> {
             cfg: cfg.clone(),
             roots: Roots::default(),
             irq_cpus: BTreeSet::new(),
+            nic_cpus: BTreeMap::new(),
+            own_netns: std::fs::metadata("/proc/self/ns/net")
+                .context("reading /proc/self/ns/net")?
+                .ino() as u32,
             irq_cpus_known: false,
             nr_irq_changes: 0,
             steering: None,
@@ -259,7 +275,8 @@ impl<'a> Scheduler<'a> {
             self.steering = Some(steering);
         }
         let cpus = irq::irq_cpus(&nics);
-        if cpus == self.irq_cpus && self.irq_cpus_known {
+        let nic_cpus = irq::nic_cpu_sets(&nics);
+        if cpus == self.irq_cpus && nic_cpus == self.nic_cpus && self.irq_cpus_known {
             return Ok(());
         }
         if self.irq_cpus_known {
@@ -285,11 +302,48 @@ impl<'a> Scheduler<'a> {
         for cpu in cpus.difference(&self.irq_cpus).copied().collect::<Vec<_>>() {
             self.set_irq_cpu(cpu, true)?;
         }
+        self.push_nic_cpus(&nic_cpus)?;
         info!(
             "IRQ CPUs: {}",
             format_cpu_list(&cpus.iter().copied().collect::<Vec<_>>())
         );
         self.irq_cpus = cpus;
+        self.nic_cpus = nic_cpus;
+        Ok(())
+    }
+
+    /// Bring BPF's nic_cpus map from self.nic_cpus to @new, then tell the receive probe that
+    /// its cached verdicts are stale (nic_cpus_gen).
+    fn push_nic_cpus(&mut self, new: &BTreeMap<u32, BTreeSet<usize>>) -> Result<()> {
+        let key = |ifindex: u32| nic_key {
+            netns: self.own_netns,
+            ifindex,
+        };
+        for &ifindex in self.nic_cpus.keys().filter(|i| !new.contains_key(i)) {
+            self.skel
+                .maps
+                .nic_cpus
+                .delete(as_bytes(&key(ifindex)))
+                .with_context(|| format!("removing ifindex {ifindex} from nic_cpus"))?;
+        }
+        for (&ifindex, cpus) in new {
+            if self.nic_cpus.get(&ifindex) == Some(cpus) {
+                continue;
+            }
+            let mut val = nic_cpus {
+                cpus: [0; MAX_CPUS as usize / 64],
+            };
+            for &cpu in cpus.iter().filter(|&&c| c < MAX_CPUS as usize) {
+                val.cpus[cpu / 64] |= 1 << (cpu % 64);
+            }
+            self.skel
+                .maps
+                .nic_cpus
+                .update(as_bytes(&key(ifindex)), as_bytes(&val), MapFlags::ANY)
+                .with_context(|| format!("writing ifindex {ifindex} to nic_cpus"))?;
+        }
+        let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        bss.nic_cpus_gen = bss.nic_cpus_gen.wrapping_add(1);
         Ok(())
     }
 
@@ -371,14 +425,10 @@ impl<'a> Scheduler<'a> {
                 kind: m.kind.bpf(),
             };
             let slot = (m.tid as u32) & (NR_TASK_SLOTS as u32 - 1);
-            // SAFETY: policy_move is a plain #[repr(C)] struct from intf.h.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(&mv as *const _ as *const u8, std::mem::size_of_val(&mv))
-            };
             self.skel
                 .maps
                 .policy_moves
-                .update(&slot.to_ne_bytes(), bytes, MapFlags::ANY)
+                .update(&slot.to_ne_bytes(), as_bytes(&mv), MapFlags::ANY)
                 .context("writing policy_moves")?;
             log::debug!("agent: {:?} tid {} -> CPU {}", m.kind, m.tid, m.cpu);
         }

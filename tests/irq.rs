@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use miami::irq::{
-    discover, format_cpu_list, irq_affinity, irq_cpus, parse_cpu_list, parse_proc_interrupts,
-    steering, Nic, NicNames, QueueKind, Roots, Steering,
+    discover, format_cpu_list, irq_affinity, irq_cpus, nic_cpu_sets, parse_cpu_list,
+    parse_proc_interrupts, steering, Nic, NicNames, QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {
@@ -489,6 +489,28 @@ fn discover_finds_devices_of_interfaces_in_other_namespaces() {
     assert_eq!(nic(&nics, "0000:3b:00.1").rx_cpus(), set(&[3]));
     // They are IRQ CPUs like any other: 1-3 (enp0s10), 4-7 (eth0), 6 (eth1), 7, 3.
     assert_eq!(irq_cpus(&nics), set(&[1, 2, 3, 4, 5, 6, 7]));
+}
+
+/// BPF's per-NIC sets are keyed by ifindex, which only our own interfaces have: the moved ones
+/// make IRQ CPUs (above) but get no entry, and a filtered-out NIC gets none either.
+#[test]
+fn nic_cpu_sets_key_our_nics_by_ifindex() {
+    let t = netns_tree();
+    let nics = discover(&tree_roots(&t), &[]).unwrap();
+    let sets = nic_cpu_sets(&nics);
+    assert_eq!(
+        sets.into_iter().collect::<Vec<_>>(),
+        [
+            (2, set(&[4, 5, 6, 7])),
+            (3, set(&[1, 2, 3])),
+            (4, set(&[6]))
+        ]
+    );
+    let nics = discover(&tree_roots(&t), &["eth1".into(), "virtio3".into()]).unwrap();
+    assert_eq!(
+        nic_cpu_sets(&nics).into_iter().collect::<Vec<_>>(),
+        [(4, set(&[6]))]
+    );
 }
 
 #[test]

@@ -162,6 +162,18 @@ pub static STATS: &[StatDesc] = &[
         "segments through tcp_rcv_established"
     ),
     stat!(
+        miami_stat_MIAMI_STAT_RX_IRQ_CPU,
+        "rx_irq_cpu",
+        "count",
+        "segments of tracked sockets processed on one of their NIC's IRQ CPUs"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_RX_OFF_IRQ,
+        "rx_off_irq",
+        "count",
+        "segments of tracked sockets processed elsewhere: RPS/RFS, or the socket's backlog"
+    ),
+    stat!(
         miami_stat_MIAMI_STAT_SOCKS_TRACKED,
         "socks_tracked",
         "count",
@@ -408,7 +420,7 @@ pub static DERIVED: &[FieldDesc] = &[
         U64,
         "count",
         Counter,
-        "times the IRQ CPU set changed since the scheduler started (a total, not a delta)"
+        "times the IRQ CPUs or a NIC's receive CPUs changed since start (a total, not a delta)"
     ),
 ];
 

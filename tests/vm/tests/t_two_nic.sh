@@ -9,8 +9,12 @@
 #   - the neutral probe: >= 80% of its runtime in core+cache of the bulk NIC's IRQ CPU;
 #   - the scheduler's task table: its IRQ CPU and NIC are the bulk connection's.
 # EEVDF as the baseline for the first case.
-# Last, with the workload gone: RFS and RPS on NIC B switched on, the scheduler started once
-# more, and its log must say so (one line each); then both are switched off again.
+# Then the receive probe's check against the per-NIC IRQ CPU sets (BPF's nic_cpus map): a bulk
+# receiver on NIC B (IRQ -> CPU 5), one scheduler run each
+#   - as is: most received segments are processed on CPU 5 (rx_irq_cpu);
+#   - with RFS on and RPS on NIC B rx-0 to CPUs 0-3: the log must say so (one line each), and
+#     nearly all segments are processed off CPU 5 (rx_off_irq).
+# Then both are switched off again.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -45,18 +49,37 @@ run bulk-a "$ADDR_A_CLI" "$ADDR_B_CLI" 1 "$NIC_A"
 run bulk-b "$ADDR_B_CLI" "$ADDR_A_CLI" 5 "$NIC_B"
 sched_stop || fail "sched_stop"
 
+# $1 = label: 3 s of bulk from the client namespace to a receiver behind NIC B, under a
+# scheduler of its own; sets rx_counts to "<rx_irq_cpu> <rx_off_irq>" of that run.
+bg "$PACER" sink 7002
+rx_run() {
+	sched_start
+	ip netns exec cli "$PACER" send "$ADDR_B_SRV" 7002 0 3 >"/tmp/rx-$1.out" 2>&1 ||
+		fail "$1: pacer send"
+	sched_stop || fail "sched_stop ($1)"
+	rx_counts="$(stats_total rx_irq_cpu) $(stats_total rx_off_irq)"
+}
+off_pct() { awk '{ t = $1 + $2; print t ? round(100 * $2 / t) : -1 } function round(x) { return int(x * 10 + 0.5) / 10 }' <<<"$1"; }
+rx_run plain
+rx_plain=$rx_counts
+log "receiver behind NIC B, as is: rx_irq_cpu rx_off_irq = $rx_plain"
+
 rfs0=$(cat /proc/sys/net/core/rps_sock_flow_entries)
 rps=/sys/class/net/$NIC_B/queues/rx-0/rps_cpus
 on_exit "echo $rfs0 >/proc/sys/net/core/rps_sock_flow_entries; echo 0 >$rps"
 echo 4096 >/proc/sys/net/core/rps_sock_flow_entries
 echo 0f >"$rps"
-sched_start
-sleep 1
-sched_stop || fail "sched_stop (RFS/RPS on)"
+rx_run rps
+rx_rps=$rx_counts
+log "receiver behind NIC B, RPS to CPUs 0-3: rx_irq_cpu rx_off_irq = $rx_rps"
 grep -E '^.*(RFS|RPS) ' "$SCHED_LOG" | sed 's/^/  | /'
 check_eq "log: RFS detected" "$(grep -c 'RFS is on (net.core.rps_sock_flow_entries = 4096)' "$SCHED_LOG")" 1
 check_eq "log: RPS on $NIC_B rx-0 detected" "$(grep -c "RPS on $NIC_B rx-0 (rps_cpus 0*f)" "$SCHED_LOG")" 1
 
+check_ge "as is: segments counted" "$(awk '{ print $1 + $2 }' <<<"$rx_plain")" 1000
+check_le "as is: % of segments processed off NIC B's IRQ CPU" "$(off_pct "$rx_plain")" 20
+check_ge "RPS: segments counted" "$(awk '{ print $1 + $2 }' <<<"$rx_rps")" 1000
+check_ge "RPS: % of segments processed off NIC B's IRQ CPU" "$(off_pct "$rx_rps")" 90
 check_ge "bulk over A: core+cache % of CPU 1 (EEVDF $(jget /tmp/eevdf.json "$cc")%)" \
 	"$(jget /tmp/bulk-a.json "$cc")" 80
 check_ge "bulk over B: core+cache % of CPU 5" "$(jget /tmp/bulk-b.json "$cc")" 80
