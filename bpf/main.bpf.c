@@ -642,8 +642,8 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	bpf_for(i, 1, nr_cpu_ids) {
 		other = (cpu + i) % nr_cpu_ids;
-		if (llc_of(other) != my_llc && scx_bpf_dsq_nr_queued(other) > 1 &&
-		    llc_is_overloaded(other) && steal_from(other)) {
+		if (llc_of(other) != my_llc && llc_is_overloaded(other) &&
+		    scx_bpf_dsq_nr_queued(other) > 1 && steal_from(other)) {
 			stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
 			return;
 		}

@@ -249,6 +249,26 @@ fn tasks_view_rows_show_class_tier_and_placement() {
     assert_eq!(task_row(&s, 11)[3..5], ["low", "none"]);
 }
 
+/// A NIC of another network namespace with no name there has the longest label; it is shown
+/// whole, and the columns after it still line up.
+#[test]
+fn tasks_view_shows_a_long_nic_label_whole() {
+    let mut snap = snapshot(1, 0);
+    snap.tasks[0].nic = "if3@netns:[4026532281]".into();
+    let mut app = App::new("s", Duration::from_secs(1), host());
+    app.on_sample(
+        Metrics::from_sample(&Sampler::default().sample(&snap)),
+        busy(),
+    );
+    key(&mut app, KeyCode::Tab);
+    let s = screen(&app, 120, 20);
+    assert_eq!(
+        task_row(&s, 42)[7..],
+        ["if3@netns:[4026532281]", "42", "ms"]
+    );
+    assert_eq!(task_row(&s, 7)[7..], ["eth0", "7", "ms"]);
+}
+
 #[test]
 fn s_cycles_sort_and_changes_row_order() {
     let mut app = app_with_sample();

@@ -243,7 +243,14 @@ fn draw_tasks(frame: &mut Frame, area: Rect, app: &App) {
         Constraint::Length(6),
         Constraint::Length(8),
         Constraint::Length(4),
-        Constraint::Length(10),
+        // As wide as the longest label: one of another namespace reads "if3@netns:[4026532281]".
+        Constraint::Length(
+            rows.iter()
+                .map(|t| t.nic.len())
+                .max()
+                .unwrap_or(0)
+                .clamp(4, 32) as u16,
+        ),
         Constraint::Length(10),
     ];
     let n = rows.len();
