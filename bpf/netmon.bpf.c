@@ -213,11 +213,6 @@ int BPF_PROG(miami_tcp_recvmsg, struct sock *sk)
 	return 0;
 }
 
-/*
- * Receive path: once per received segment on an established connection. Only sockets that a
- * task already sent or received on are updated (no storage is created here), so the cost for
- * untracked traffic is one failed lookup.
- */
 /* Did @cpu process a segment that came in on @ifindex as one of that NIC's IRQ CPUs? */
 static __always_inline u32 rx_where(u32 netns, u32 ifindex, s32 cpu)
 {
@@ -234,6 +229,11 @@ static __always_inline u32 rx_where(u32 netns, u32 ifindex, s32 cpu)
 	return MIAMI_RX_OFF_IRQ;
 }
 
+/*
+ * Receive path: once per received segment on an established connection. Only sockets that a
+ * task already sent or received on are updated (no storage is created here), so the cost for
+ * untracked traffic is one failed lookup.
+ */
 SEC("fentry/tcp_rcv_established")
 int BPF_PROG(miami_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
 {
