@@ -466,11 +466,10 @@ fn agent_knobs() {
 
 // ---- --config FILE (re-read on SIGHUP) ----
 
-/// A --config file with @text in a fresh temporary directory; returns its path.
-fn config_file(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("miami-config-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+/// A --config file with @text in @dir (a temporary directory, removed when the test drops it);
+/// returns its path.
+fn config_file(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
@@ -522,10 +521,11 @@ irq-refresh-ms = 500
     }
 
     // load() reads the file named by --config; an empty file changes nothing.
-    let p = config_file("ok.conf", "interval-ms = 300\n");
+    let dir = tempfile::tempdir().unwrap();
+    let p = config_file(&dir, "ok.conf", "interval-ms = 300\n");
     let c = load(&opts(&["--config", p.to_str().unwrap()])).unwrap();
     assert_eq!(c.interval_ms, 300);
-    let p = config_file("empty.conf", "# nothing\n\n");
+    let p = config_file(&dir, "empty.conf", "# nothing\n\n");
     assert_eq!(
         load(&opts(&["--config", p.to_str().unwrap()])).unwrap(),
         config(&[]).unwrap()
@@ -555,13 +555,14 @@ fn config_file_errors_name_the_line_or_the_file() {
     shape("low-load-pct = -5", &["'-5' is not a whole number"]);
 
     // Values are validated like the command line's, and the message names the file.
-    let p = config_file("bad.conf", "low-load-pct = 95\nhigh-load-pct = 60\n");
+    let dir = tempfile::tempdir().unwrap();
+    let p = config_file(&dir, "bad.conf", "low-load-pct = 95\nhigh-load-pct = 60\n");
     let e = load(&opts(&["--config", p.to_str().unwrap()])).unwrap_err();
     assert_eq!(e.option, "low-load-pct");
     let msg = e.to_string();
     assert!(msg.contains("must be below --high-load-pct"), "{msg}");
     assert!(msg.contains(&format!("(set in {})", p.display())), "{msg}");
-    let p = config_file("bounds.conf", "class-bounds = 10,20\n");
+    let p = config_file(&dir, "bounds.conf", "class-bounds = 10,20\n");
     let e = load(&opts(&["--config", p.to_str().unwrap()])).unwrap_err();
     assert_eq!(e.option, "class-bounds", "{e}");
 

@@ -59,7 +59,9 @@ rx_run() {
 	sched_stop || fail "sched_stop ($1)"
 	rx_counts="$(stats_total rx_irq_cpu) $(stats_total rx_off_irq)"
 }
-off_pct() { awk '{ t = $1 + $2; print t ? round(100 * $2 / t) : -1 } function round(x) { return int(x * 10 + 0.5) / 10 }' <<<"$1"; }
+off_pct() { # "<on> <off>" -> off share in percent, one decimal; -1 when nothing was counted
+	awk '{ t = $1 + $2; print t ? int(1000 * $2 / t + 0.5) / 10 : -1 }' <<<"$1"
+}
 rx_run plain
 rx_plain=$rx_counts
 log "receiver behind NIC B, as is: rx_irq_cpu rx_off_irq = $rx_plain"
