@@ -197,16 +197,19 @@ impl<'a> Scheduler<'a> {
             cfg.bounds.middle_min
         );
 
+        let roots = Roots::default();
+        let own_ns = roots.proc.join("self/ns/net");
+        let own_netns = std::fs::metadata(&own_ns)
+            .with_context(|| format!("reading {}", own_ns.display()))?
+            .ino() as u32;
         let mut sched = Self {
             skel,
             link,
             cfg: cfg.clone(),
-            roots: Roots::default(),
+            roots,
             irq_cpus: BTreeSet::new(),
             nic_cpus: BTreeMap::new(),
-            own_netns: std::fs::metadata("/proc/self/ns/net")
-                .context("reading /proc/self/ns/net")?
-                .ino() as u32,
+            own_netns,
             irq_cpus_known: false,
             nr_irq_changes: 0,
             steering: None,
