@@ -74,7 +74,7 @@ for k in "${KERNELS[@]}"; do
 	echo "--- kernel $k: ${tests[*]}" >&2
 	set +e
 	# The VM gets 480 s per test; one test may use up to 720 s of that. t_place_hogs (8 hogs
-	# on 8 vCPUs under TCG) took 288-467 s in the last runs, close to a 480 s limit of its own.
+	# on 8 vCPUs under TCG) took 288-514 s in recent runs, past a 480 s limit of its own.
 	"$top/tests/vm/run.sh" --kernel "$k" --log "$log" "${verbose[@]}" \
 		--timeout $((120 + 480 * ${#tests[@]})) -- "$top/tests/vm/guest/runall.sh" \
 		--timeout 720 "${tests[@]}"
