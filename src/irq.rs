@@ -8,8 +8,8 @@
 //!   parent PCI device (`device/../msi_irqs`); a legacy `device/irq` file as the last resort.
 //! - Queue kind: from the IRQ's name in /proc/interrupts (`virtio0-input.0`, `eth0-TxRx-3`,
 //!   `mlx5_comp3@pci:...`, `i40e-eth0-TxRx-0`); config/link IRQs are not queues.
-//! - Target CPUs: /proc/irq/N/effective_affinity_list (where the last interrupt really went),
-//!   else smp_affinity_list.
+//! - Target CPUs: /proc/irq/N/effective_affinity_list (where the kernel routes it), unless a
+//!   re-pin is still pending (effective outside smp_affinity_list), else smp_affinity_list.
 
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -196,17 +196,26 @@ fn device_irqs(dev: &Path) -> Vec<u32> {
     }
 }
 
-/// The CPUs IRQ @irq targets now.
+/// The CPUs IRQ @irq targets now: effective_affinity_list (where the kernel routed it, one CPU
+/// of the mask on x86), unless that lies outside smp_affinity_list. Then a re-pin is pending:
+/// x86 moves a vector only when its next interrupt arrives, and until then the effective list
+/// keeps naming the CPU it left (seen in a 7.2 guest: a NIC pinned to CPU 5 read effective 0
+/// until traffic came, and its next interrupt but one landed on 5). The next interrupt goes to
+/// the new mask, so the mask is what to believe. Without an effective list (older kernels,
+/// some chips) the mask is all there is.
 pub fn irq_affinity(roots: &Roots, irq: u32) -> Vec<usize> {
     let base = roots.proc.join("irq").join(irq.to_string());
-    for f in ["effective_affinity_list", "smp_affinity_list"] {
-        if let Some(cpus) = read_trim(&base.join(f)).and_then(|s| parse_cpu_list(&s).ok()) {
-            if !cpus.is_empty() {
-                return cpus;
-            }
-        }
+    let list = |f: &str| {
+        read_trim(&base.join(f))
+            .and_then(|s| parse_cpu_list(&s).ok())
+            .filter(|cpus| !cpus.is_empty())
+    };
+    let mask = list("smp_affinity_list");
+    match (list("effective_affinity_list"), mask) {
+        (Some(eff), Some(mask)) if !eff.iter().all(|c| mask.contains(c)) => mask,
+        (Some(eff), _) => eff,
+        (None, mask) => mask.unwrap_or_default(),
     }
-    vec![]
 }
 
 /// The IRQs of the net device at @dev, named and classified from /proc/interrupts (@names).

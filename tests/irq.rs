@@ -290,6 +290,37 @@ fn affinity_prefers_effective_and_falls_back() {
     assert_eq!(irq_affinity(&r, 9999), Vec::<usize>::new(), "no such IRQ");
 }
 
+/// A re-pin that has not taken effect yet: x86 moves a vector at its next interrupt, so until
+/// then effective_affinity_list names the CPU the IRQ left. Numbers from a 7.2 guest right
+/// after pinning (NIC A's input IRQ: smp 1, effective 2; NIC B's: smp 5, effective 0).
+#[test]
+fn affinity_believes_the_mask_while_a_repin_is_pending() {
+    let t = tempfile::tempdir().unwrap();
+    let r = Roots {
+        sys: t.path().join("sys"),
+        proc: t.path().join("proc"),
+    };
+    for (irq, smp, eff) in [
+        (30, "1", "2"),   // pinned to 1, still routed to 2: pending
+        (31, "5", "0"),   // pinned to 5, still routed to 0: pending
+        (32, "4-7", "2"), // pinned to 4-7 from 2: pending, the next one lands somewhere in 4-7
+        (33, "4-7", "6"), // settled: one CPU of the mask
+        (34, "3", "3"),   // settled
+    ] {
+        put(t.path(), &format!("proc/irq/{irq}/smp_affinity_list"), smp);
+        put(
+            t.path(),
+            &format!("proc/irq/{irq}/effective_affinity_list"),
+            eff,
+        );
+    }
+    assert_eq!(irq_affinity(&r, 30), [1]);
+    assert_eq!(irq_affinity(&r, 31), [5]);
+    assert_eq!(irq_affinity(&r, 32), [4, 5, 6, 7]);
+    assert_eq!(irq_affinity(&r, 33), [6]);
+    assert_eq!(irq_affinity(&r, 34), [3]);
+}
+
 #[test]
 fn discover_with_nic_filter() {
     let r = roots("host");

@@ -19,6 +19,13 @@ check_eq "bad --class-bounds exit code" "$rc" 2
 grep -q -- "--class-bounds" /tmp/bad.out && pass "message names --class-bounds" || fail "message: $(cat /tmp/bad.out)"
 check_eq "state after bad option" "$(sched_state)" disabled
 
+# Right after pinning, a NIC that had no interrupt since may still show the CPU it left in
+# effective_affinity_list (x86 moves a vector at its next interrupt); scx_miami must report the
+# pinned CPUs whatever traffic the NICs have seen. Logged so the log tells which case ran.
+for irq in "$IRQ_A" "$IRQ_B"; do
+	log "IRQ $irq: smp_affinity_list $(cat /proc/irq/$irq/smp_affinity_list)," \
+		"effective $(cat /proc/irq/$irq/effective_affinity_list 2>/dev/null || echo -)"
+done
 if sched_start --stats 1; then pass "enabled, ops $(sched_ops)"; else fail "scheduler did not start"; fi
 iperf_server 5201 "$ADDR_A_SRV"
 iperf_client cli "$ADDR_A_SRV" 5201 2 >/dev/null
