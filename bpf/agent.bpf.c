@@ -10,24 +10,24 @@
  * release_ns as a non-network task until it communicates again, in O(1) per placement. Its
  * move target goes with it.
  *
- * Steps 2 and 3, upgrade and shed: user space writes {tid, cpu, seq} into policy_moves, one
- * slot per thread (tid % slots). apply_move() takes a new entry at the task's next placement (a
- * wakeup, or the end of its slice: ops.enqueue() re-places a task away from its target), if the
- * round's budget allows: round_moves counts moves applied this round, with a compare-and-swap
- * below max_moves (--max-migrations), and user space swaps it to 0 each round. The cap is
- * enforced here, where moves happen, not in user space: a move whose budget is spent stays
- * pending for the next round. main.bpf.c then tries the target first while it is idle or has
- * room. A target set before the task's IRQ CPU moved is dropped: the agent decided it against
- * the old IRQ CPU.
+ * Steps 2 and 3, upgrade and shed: user space writes {tid, cpu, seq} into the policy_moves hash,
+ * keyed by tid, and then bumps policy_moves_gen. apply_move() looks there only when the
+ * generation changed since the task last looked, so a placement costs one comparison while the
+ * agent is quiet. It takes a new entry at the task's next placement (a wakeup, or the end of its
+ * slice: ops.enqueue() re-places a task away from its target), if the round's budget allows:
+ * round_moves counts moves applied this round, with a compare-and-swap below max_moves
+ * (--max-migrations), and user space swaps it to 0 each round. The cap is enforced here, where
+ * moves happen, not in user space: a move whose budget is spent stays pending for the next
+ * round. main.bpf.c then tries the target first while it is idle or has room, for
+ * target_ttl_ns, and drops it earlier when its reason is gone (target_alive()).
  *
  * The IRQ map: whenever the NIC IRQ affinity changes, user space runs miami_set_irq_cpu() for
  * every CPU whose role changed (cpu_ctx.is_irq, and non_irq_cpumask, where non-network work
  * prefers to run).
  *
- * Accepted races: a policy_moves slot may be read while user space rewrites it; a torn entry
- * pairs a tid with another move's CPU, which costs one misplaced move, still within the budget.
- * Two tasks of one slot (tid % slots) evict each other's entries; user space sees the move not
- * taken and repeats it in a later round.
+ * Accepted races: a policy_moves entry may be read while user space rewrites it; a torn entry
+ * pairs an old seq with a new CPU or the reverse, which costs one misplaced or one skipped move,
+ * still within the budget.
  *
  * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
  * main.bpf.c, with the callers' pointer types, as if they were in the same file.
@@ -42,14 +42,20 @@ volatile u64 release_ns = 1000000000;
 /* Agent moves (policy_moves) applied per agent round at most (--max-migrations). Default 4.
  * The paper caps migrations per round because each one costs a cold cache. */
 volatile u32 max_moves = 4;
+/* How long a task keeps an agent target: default 1 s, ten agent rounds (user space writes
+ * REPEAT_ROUNDS x --interval-ms). The agent re-sends a target it still wants after as many
+ * rounds, so a target outlives its reason by at most this long. */
+volatile u64 target_ttl_ns = 1000000000;
 /* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
 volatile u32 round_moves;
+/* Bumped by user space after it wrote a round's moves into policy_moves. */
+volatile u32 policy_moves_gen;
 
-/* The agent's moves, one slot per thread (tid % slots), written by user space. */
+/* The agent's moves by tid, written by user space. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MIAMI_NR_TASK_SLOTS);
-	__type(key, u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MIAMI_MAX_MOVES);
+	__type(key, s32);
 	__type(value, struct policy_move);
 } policy_moves SEC(".maps");
 
@@ -71,23 +77,30 @@ __hidden bool is_net_task(struct task_ctx *taskc, u64 now)
 	return net;
 }
 
-__hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc)
+__hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u64 now)
 {
-	u32 slot = (u32)p->pid & (MIAMI_NR_TASK_SLOTS - 1), n;
-	struct policy_move *mv = bpf_map_lookup_elem(&policy_moves, &slot);
+	u32 gen = policy_moves_gen, n;
+	s32 tid = p->pid;
+	struct policy_move *mv;
 
-	if (taskc->target_cpu >= 0 && taskc->target_irq != taskc->irq_cpu)
-		taskc->target_cpu = MIAMI_NO_CPU;
-	if (!mv || mv->tid != p->pid || mv->seq == taskc->move_seq)
+	if (gen == taskc->moves_gen)
 		return;
+	mv = bpf_map_lookup_elem(&policy_moves, &tid);
+	if (!mv || mv->tid != tid || mv->seq == taskc->move_seq) {
+		taskc->moves_gen = gen;
+		return;
+	}
+	/* No budget: moves_gen stays, so the next placement looks again. */
 	n = round_moves;
 	if (n >= max_moves || __sync_val_compare_and_swap(&round_moves, n, n + 1) != n) {
 		stat_inc(MIAMI_STAT_POLICY_DEFERRED);
 		return;
 	}
+	taskc->moves_gen = gen;
 	taskc->move_seq = mv->seq;
 	taskc->target_cpu = mv->cpu;
 	taskc->target_irq = taskc->irq_cpu;
+	taskc->target_until_ns = now + target_ttl_ns;
 	stat_inc(mv->kind == MIAMI_MOVE_SHED ? MIAMI_STAT_POLICY_SHEDS : MIAMI_STAT_POLICY_UPGRADES);
 }
 

@@ -23,7 +23,8 @@ enum miami_consts {
 	MIAMI_INTENS_MAX	= 1000000,	/* intensiveness range is 1..10^6 (paper III-B) */
 	MIAMI_AVG_US_MAX	= 1000000,
 	MIAMI_NO_CPU		= -1,
-	MIAMI_NR_TASK_SLOTS	= 256,	/* net_tasks slots (a power of 2) */
+	MIAMI_MAX_NET_TASKS	= 16384,	/* net_tasks entries (LRU: the least recent go) */
+	MIAMI_MAX_MOVES		= 2048,	/* policy_moves entries: 256 moves x a few rounds */
 	MIAMI_COMM_LEN		= 16,
 	MIAMI_MAX_NICS		= 256,	/* nic_cpus entries */
 };
@@ -94,13 +95,18 @@ enum miami_stat {
 	MIAMI_STAT_POLICY_UPGRADES,	/* agent moves applied: step 2, toward the IRQ CPU's LLC */
 	MIAMI_STAT_POLICY_SHEDS,	/* agent moves applied: step 3, off an overloaded CPU */
 	MIAMI_STAT_POLICY_DEFERRED,	/* agent moves held back: the round's budget was spent */
+	MIAMI_STAT_TARGET_EXPIRED,	/* agent targets dropped: lifetime over, or reason gone */
+	MIAMI_STAT_NET_MIGRATIONS,	/* a network task started running on another CPU than before */
+	MIAMI_STAT_REP_CLOSED,		/* a task closed its representative connection */
 	MIAMI_NR_STATS,
 };
 
 /*
- * One slot of the `net_tasks` array: a recently communicating thread, written by the monitor on
- * each of its calls at slot tid % MIAMI_NR_TASK_SLOTS (a colliding thread overwrites it). Bounded
- * in size and cost; user space reads it for the per-task table.
+ * One entry of the `net_tasks` LRU hash, keyed by tid: a recently communicating thread, written
+ * by the monitor when its view changes and at most once per intensiveness window otherwise.
+ * User space reads the whole table in one batch for the agent and the per-task table, and
+ * deletes entries that went stale; past MIAMI_MAX_NET_TASKS threads the least recently written
+ * go first.
  */
 struct net_task {
 	u64	last_comm_ns;	/* CLOCK_MONOTONIC of its last send/recv call */
@@ -124,9 +130,10 @@ enum miami_move_kind {
 };
 
 /*
- * One slot of the `policy_moves` array, written by the agent (user space) at slot
- * tid % MIAMI_NR_TASK_SLOTS: "place thread @tid on @cpu from now on". A new @seq marks a new
- * move; the BPF side applies it at the task's next placement if the round's budget allows.
+ * One entry of the `policy_moves` hash, keyed by tid, written by the agent (user space): "place
+ * thread @tid on @cpu from now on". A new @seq marks a new move; the BPF side applies it at the
+ * task's next placement if the round's budget allows. User space deletes entries a few rounds
+ * old.
  */
 struct policy_move {
 	s32	tid;

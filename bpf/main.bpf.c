@@ -32,11 +32,14 @@
  * Tasks without task_ctx, without a known IRQ CPU, or silent for longer than release_ns (paper
  * step 1, "release") are placed normally: the previous CPU if it is idle and not an IRQ CPU,
  * then any idle CPU that is not an IRQ CPU, then the kernel's default idle pick; if nothing is
- * idle they wait in the shared vtime DSQ. While a non-IRQ CPU is idle, an IRQ CPU does not take
- * them from the shared DSQ (it kicks that CPU instead), nor keep running one past its slice
- * (enqueue_last() hands it over). The exception is a task that may not run everywhere: the
- * kicked CPU may not be one of its CPUs. Keeping IRQ CPUs free is what leaves room for the
- * network work that MiAMI wants there.
+ * idle they wait in the shared vtime DSQ. While a non-IRQ CPU that may run them is idle, an IRQ
+ * CPU does not take them from the shared DSQ (it kicks that CPU instead), nor keep running one
+ * past its slice (enqueue_last() hands it over). Keeping IRQ CPUs free is what leaves room for
+ * the network work that MiAMI wants there.
+ *
+ * A task whose CPUs are restricted (a cpuset, taskset, a container's CPU list, isolcpus) gets
+ * the same rules within its CPUs: every idle search runs on the intersection of the mask it
+ * searches (an LLC, the non-IRQ CPUs) with the task's own (allowed_and()).
  *
  * 3. Queues and fairness
  *
@@ -72,7 +75,8 @@
  *
  * agent.bpf.c: release (is_net_task()) and the upgrades and sheds user space decides
  * (apply_move()). A task's move target comes first in pick_net_cpu() while it is idle or has
- * room.
+ * room, for at most target_ttl_ns, and a target outside the IRQ CPU's LLC only while that LLC is
+ * overloaded (target_alive()).
  *
  * 6. Accepted races
  *
@@ -130,6 +134,22 @@ struct {
 	__type(key, u32);
 	__type(value, struct llc_ctx);
 } llc_ctx_stor SEC(".maps");
+
+/*
+ * One scratch mask per CPU, for "these CPUs, but only those @p may run on" (allowed_and()).
+ * The ops that use it run with the runqueue or pi lock held and interrupts off, so two uses on
+ * one CPU never overlap.
+ */
+struct scratch_ctx {
+	struct bpf_cpumask __kptr *mask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct scratch_ctx);
+} scratch_stor SEC(".maps");
 
 /* LLC of @cpu; an impossible id for an invalid CPU, so it matches no real LLC. */
 static u32 llc_of(s32 cpu)
@@ -202,6 +222,29 @@ static bool all_cpus_allowed(const struct task_struct *p)
 	return p->nr_cpus_allowed >= nr_cpu_ids;
 }
 
+/*
+ * @mask limited to the CPUs @p may run on: @mask itself when @p may run anywhere, else this
+ * CPU's scratch mask set to the intersection. A task under a cpuset, taskset, a container's CPU
+ * list or isolcpus gets every placement rule inside the CPUs it has. NULL if no mask.
+ */
+static const struct cpumask *allowed_and(const struct task_struct *p, const struct cpumask *mask)
+{
+	struct scratch_ctx *sc;
+	struct bpf_cpumask *tmp;
+	u32 key = bpf_get_smp_processor_id();
+
+	if (!mask || all_cpus_allowed(p))
+		return mask;
+	sc = bpf_map_lookup_elem(&scratch_stor, &key);
+	if (!sc)
+		return NULL;
+	tmp = sc->mask;
+	if (!tmp)
+		return NULL;
+	bpf_cpumask_and(tmp, mask, p->cpus_ptr);
+	return cast_mask(tmp);
+}
+
 /* Is the task running on @cpu a network task? */
 static bool cpuc_cur_net(s32 cpu)
 {
@@ -226,13 +269,30 @@ static s32 pick_idle_cache(const struct task_struct *p, s32 prev_cpu, s32 irq_cp
 	if (prev_cpu != irq_cpu && llc_of(prev_cpu) == llc_of(irq_cpu) &&
 	    cpu_allowed(p, prev_cpu) && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
 		return prev_cpu;
-	/* The LLC mask is usable directly only when it cannot include forbidden CPUs. */
-	if (!all_cpus_allowed(p))
-		return -1;
-	span = llc_span(irq_cpu);
+	span = allowed_and(p, llc_span(irq_cpu));
 	if (!span)
 		return -1;
 	return scx_bpf_pick_idle_cpu(span, 0);
+}
+
+/*
+ * Is the agent's target for @taskc still worth following? Not past target_ttl_ns (agent.bpf.c),
+ * not once the task's IRQ CPU moved (the agent decided against the old one), and a target
+ * outside the IRQ CPU's LLC (a shed out of it) only while that LLC is overloaded: a network task
+ * leaves its LLC only for an overload, and comes back when it ends. Drops a dead target.
+ */
+static bool target_alive(struct task_ctx *taskc, u64 now)
+{
+	s32 cpu = taskc->target_cpu;
+
+	if (cpu < 0)
+		return false;
+	if (taskc->target_irq == taskc->irq_cpu && (s64)(now - taskc->target_until_ns) < 0 &&
+	    (tier_of(cpu, taskc->irq_cpu) != MIAMI_TIER_OTHER || llc_is_overloaded(taskc->irq_cpu)))
+		return true;
+	taskc->target_cpu = MIAMI_NO_CPU;
+	stat_inc(MIAMI_STAT_TARGET_EXPIRED);
+	return false;
 }
 
 /*
@@ -251,9 +311,9 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 	*idle = false;
 
 	/* The agent's target comes first while it is free or has room (steps 2 and 3). */
-	apply_move(p, taskc);
+	apply_move(p, taskc, now);
 	cpu = taskc->target_cpu;
-	if (cpu >= 0 && cpu_allowed(p, cpu)) {
+	if (target_alive(taskc, now) && cpu_allowed(p, cpu)) {
 		if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
 			*idle = true;
 			return cpu;
@@ -317,36 +377,43 @@ static s32 llc_fallback_cpu(const struct task_struct *p, struct task_ctx *taskc,
 	return -1;
 }
 
-/* Claim an idle CPU that takes no NIC IRQ; -1 if there is none. */
-static s32 pick_idle_non_irq(void)
+/* The CPUs that take no NIC IRQ and that @p may run on; NULL if none is known. */
+static const struct cpumask *non_irq_for(const struct task_struct *p)
 {
 	struct bpf_cpumask *non_irq = non_irq_cpumask;
 
-	return non_irq ? scx_bpf_pick_idle_cpu(cast_mask(non_irq), 0) : -1;
+	return non_irq ? allowed_and(p, cast_mask(non_irq)) : NULL;
 }
 
-/* Is a CPU that takes no NIC IRQ idle right now? Claims nothing. */
-static bool idle_non_irq_exists(void)
+/* Claim an idle CPU for @p that takes no NIC IRQ; -1 if there is none. */
+static s32 pick_idle_non_irq(const struct task_struct *p)
 {
-	struct bpf_cpumask *non_irq = non_irq_cpumask;
-	const struct cpumask *idle;
+	const struct cpumask *mask = non_irq_for(p);
+
+	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
+}
+
+/* Is a CPU that takes no NIC IRQ, and that @p may run on, idle right now? Claims nothing. */
+static bool idle_non_irq_exists(const struct task_struct *p)
+{
+	const struct cpumask *mask = non_irq_for(p), *idle;
 	bool ret;
 
-	if (!non_irq)
+	if (!mask)
 		return false;
 	idle = scx_bpf_get_idle_cpumask();
-	ret = bpf_cpumask_intersects(idle, cast_mask(non_irq));
+	ret = bpf_cpumask_intersects(idle, mask);
 	scx_bpf_put_idle_cpumask(idle);
 	return ret;
 }
 
 /*
- * Claim an idle CPU that takes no NIC IRQ and kick it, so it picks up non-network work that an
- * IRQ CPU would otherwise take. False if there is none.
+ * Claim an idle CPU that takes no NIC IRQ and that @p may run on, and kick it, so it picks up
+ * non-network work that an IRQ CPU would otherwise take. False if there is none.
  */
-static bool kick_idle_non_irq(void)
+static bool kick_idle_non_irq(const struct task_struct *p)
 {
-	s32 cpu = pick_idle_non_irq();
+	s32 cpu = pick_idle_non_irq(p);
 
 	if (cpu < 0)
 		return false;
@@ -369,11 +436,12 @@ static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, 
 
 	*idle = false;
 	cpuc = try_lookup_cpu_ctx(prev_cpu);
-	if (cpuc && !cpuc->is_irq && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
+	if (cpuc && !cpuc->is_irq && cpu_allowed(p, prev_cpu) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		*idle = true;
 		return prev_cpu;
 	}
-	if (all_cpus_allowed(p) && (cpu = pick_idle_non_irq()) >= 0) {
+	if ((cpu = pick_idle_non_irq(p)) >= 0) {
 		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
 		*idle = true;
 		return cpu;
@@ -444,7 +512,11 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 	if (cpu == taskc->irq_cpu && cpuc) {
 		cpuc->core_waiter = p->pid;
 		cpuc->core_wait_ns = bpf_ktime_get_ns();
-		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net) {
+		/*
+		 * Not a kernel thread either: on its IRQ CPU that is mostly ksoftirqd doing this
+		 * task's own protocol work, which pick_net_cpu() waits behind rather than leave.
+		 */
+		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net && !cpuc->cur_kthread) {
 			kick = SCX_KICK_PREEMPT;
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
 		}
@@ -466,8 +538,7 @@ static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu,
 {
 	s32 idle;
 
-	if (is_irq_cpu(cpu) && all_cpus_allowed(p) && !is_net_task(taskc, now) &&
-	    (idle = pick_idle_non_irq()) >= 0) {
+	if (is_irq_cpu(cpu) && !is_net_task(taskc, now) && (idle = pick_idle_non_irq(p)) >= 0) {
 		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
 		scx_bpf_dsq_insert_vtime(p, idle, slice_ns, task_vtime(p), enq_flags);
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
@@ -543,8 +614,8 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = pick_normal_cpu(p, cpu, 0, &idle);
 		if (idle)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-	} else if (is_irq_cpu(cpu) && all_cpus_allowed(p)) {
-		kick_idle_non_irq();
+	} else if (is_irq_cpu(cpu)) {
+		kick_idle_non_irq(p);
 	}
 }
 
@@ -618,12 +689,12 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 		}
 	}
 	/*
-	 * An IRQ CPU leaves non-network work to a free non-IRQ CPU (kicked here), so its own time
-	 * stays for softirq and network tasks. Not a task that may not run everywhere: the kicked
-	 * CPU might not be one of its CPUs, and it would starve while non-IRQ CPUs sit idle.
+	 * An IRQ CPU leaves non-network work to a free non-IRQ CPU that may run it (kicked here), so
+	 * its own time stays for softirq and network tasks. Only a CPU of the task's own: kicking
+	 * one it may not use starved it while non-IRQ CPUs sat idle (a 44 s stall once).
 	 */
 	irq_cpu = is_irq_cpu(cpu);
-	if (shared && !(irq_cpu && all_cpus_allowed(shared) && kick_idle_non_irq()) &&
+	if (shared && !(irq_cpu && kick_idle_non_irq(shared)) &&
 	    scx_bpf_dsq_move_to_local(MIAMI_DSQ_SHARED, 0)) {
 		stat_inc(MIAMI_STAT_DSP_SHARED);
 		return;
@@ -655,7 +726,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	 * machine does not send every slice end of an IRQ CPU through enqueue_last() and idle.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists()))
+	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists(prev)))
 		prev->scx.slice = slice_ns;
 }
 
@@ -681,6 +752,11 @@ void BPF_STRUCT_OPS(miami_running, struct task_struct *p)
 	if (!taskc || !taskc->placed_net)
 		return;
 	cpuc->cur_net = 1;
+	if (taskc->run_cpu != cpu) {
+		if (taskc->run_cpu >= 0)
+			stat_inc(MIAMI_STAT_NET_MIGRATIONS);
+		taskc->run_cpu = cpu;
+	}
 	tier = tier_of(cpu, taskc->irq_cpu);
 	if (tier != taskc->tier) {
 		if (taskc->tier != MIAMI_TIER_NONE)
@@ -702,12 +778,9 @@ void BPF_STRUCT_OPS(miami_stopping, struct task_struct *p, bool runnable)
 	cpuc->run_start_ns = 0;
 	p->scx.dsq_vtime += used * 100 / (p->scx.weight ?: 100);
 
-	cpuc->busy_ns += used;
-	load_add(&cpuc->load, used, now);
 	if (cpuc->cur_net) {
 		struct task_ctx *taskc = try_lookup_task_ctx(p);
 
-		cpuc->net_busy_ns += used;
 		load_add(&cpuc->net_load, used, now);
 		if (taskc && taskc->tier < MIAMI_NR_TIERS)
 			stat_add(MIAMI_STAT_RUN_CORE_NS + taskc->tier, used);
@@ -735,6 +808,17 @@ static s32 init_cpumasks(void)
 		bpf_cpumask_release(mask);
 
 	bpf_for(cpu, 0, nr_cpu_ids) {
+		struct scratch_ctx *sc = bpf_map_lookup_elem(&scratch_stor, &cpu);
+
+		if (!sc)
+			return -EINVAL;
+		mask = bpf_cpumask_create();
+		if (!mask)
+			return -ENOMEM;
+		mask = bpf_kptr_xchg(&sc->mask, mask);
+		if (mask)
+			bpf_cpumask_release(mask);
+
 		key = llc_of(cpu);
 		llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
 		if (!llcc)

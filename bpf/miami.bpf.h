@@ -14,16 +14,24 @@
 #include "intf.h"
 
 /*
+ * A call rate over windows of time (netmon.bpf.c rate_note()): the paper's intensiveness,
+ * 10^6 / mean interval in us, of the last closed window.
+ */
+struct rate_win {
+	u64	last_ns;		/* time of the last call; 0 = none yet */
+	u64	win_start_ns;		/* start of the current window */
+	u32	win_calls;		/* intervals that ended in the current window */
+	u32	intens;			/* of the last closed window; 0 = none closed yet */
+};
+
+/*
  * Per-connection state of the communication load monitor (paper III-B, "miami_node"), in
  * socket local storage so it lives and dies with the socket.
  */
 struct sock_ctx {
 	u64	cookie;			/* socket cookie, the connection's id in task_ctx */
-	u64	last_ns;		/* time of the last send/recv call */
-	u64	win_start_ns;		/* start of the current averaging window */
-	u32	win_calls;		/* intervals that ended in the current window */
-	u32	intens;			/* 10^6 / mean interval in us, last closed window; 0 = none */
-	s32	irq_cpu;		/* sk_incoming_cpu at the last call */
+	struct rate_win rate;		/* calls on this connection, by any thread */
+	s32	irq_cpu;		/* sk_incoming_cpu at the last call; -1 unknown or local */
 	s32	rx_cpu;			/* CPU of the last tcp_rcv_established (cross-check) */
 	u32	ifindex;		/* skb_iif of the last received segment */
 	u32	netns;			/* inode number of the socket's network namespace */
@@ -33,23 +41,40 @@ struct sock_ctx {
 
 /*
  * Per-task state. Created by the probes for tasks that call TCP send/recv; tasks without it are
- * non-network tasks. The representative connection is the task's most intensive one.
+ * non-network tasks. The monitor keeps the representative connection (the task's most
+ * intensive live one), the rate of all the task's calls, and a vote on their IRQ CPUs, and
+ * derives from them the view placement reads: intens and irq_cpu (netmon.bpf.c, "What a task
+ * is").
  */
 struct task_ctx {
-	u64	rep_cookie;		/* representative connection's socket cookie */
-	u64	rep_last_ns;		/* last call on the representative connection */
+	/* The view placement reads, rewritten by the task's own calls. */
 	u64	last_comm_ns;		/* last send/recv call on any connection */
-	u32	intens;			/* representative intensiveness, 1..10^6 */
-	s32	irq_cpu;		/* representative's IRQ (softirq) CPU, -1 unknown */
-	u32	ifindex;		/* representative's receiving interface, 0 unknown */
+	u32	intens;			/* 1..10^6; 0 = not measured yet */
+	s32	irq_cpu;		/* IRQ (softirq) CPU to be near, -1 unknown */
+	u32	ifindex;		/* its receiving interface, 0 unknown */
+	u32	netns;			/* ... in this network namespace (inode number) */
+
+	/* What the view is derived from. */
+	u64	rep_cookie;		/* representative connection's socket cookie, 0 none */
+	u64	rep_last_ns;		/* last call on the representative connection */
+	u32	rep_intens;		/* its intensiveness */
+	s32	rep_irq;		/* its IRQ CPU */
+	struct rate_win all;		/* every call of the task, on any connection */
+	s32	vote_cpu;		/* majority vote over the IRQ CPUs of its calls */
+	u32	vote_cnt;
+	u64	pub_ns;			/* last time it was written to net_tasks */
+
+	/* Placement and the agent's moves. */
 	u8	cls;			/* class at the last placement (enum miami_class) */
 	u8	tier;			/* tier of the CPU it last ran on (enum miami_tier) */
 	u8	placed_net;		/* last placement treated it as a network task */
 	u8	pad;
+	s32	run_cpu;		/* CPU it last ran on as a network task, -1 none */
 	s32	target_cpu;		/* the agent's move target, -1 none (policy_moves) */
 	s32	target_irq;		/* irq_cpu when the move was applied: a re-pin drops it */
+	u64	target_until_ns;	/* the target's end of life (target_ttl_ns after it came) */
 	u32	move_seq;		/* seq of the last policy_moves entry applied */
-	u32	netns;			/* representative's network namespace (inode number) */
+	u32	moves_gen;		/* policy_moves_gen when policy_moves was last looked up */
 };
 
 /* A time-windowed busy average of one CPU, in 1/1024 of a CPU. */
@@ -94,10 +119,7 @@ static __always_inline u32 load_read(const struct load_avg *la, u64 now)
 
 struct cpu_ctx {
 	u64		run_start_ns;	/* when the current task started running */
-	u64		busy_ns;	/* cumulative busy time of scx tasks (user space reads it) */
-	u64		net_busy_ns;	/* ... of network tasks */
-	struct load_avg	load;		/* all tasks */
-	struct load_avg	net_load;	/* network tasks only: what "room" on a CPU means */
+	struct load_avg	net_load;	/* network tasks' running time: what "room" on a CPU means */
 	u8		cur_net;	/* the running task is a network task */
 	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
@@ -163,7 +185,7 @@ extern const volatile u32 nr_cpu_ids;
  */
 __hidden bool is_net_task(struct task_ctx *taskc, u64 now);
 /* agent.bpf.c. Take the agent's pending move for @p, if any, within the round's budget. */
-__hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc);
+__hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u64 now);
 
 /* CPUs that take no NIC input IRQ (main.bpf.c; agent.bpf.c keeps it up to date). */
 extern private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;

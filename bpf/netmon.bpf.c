@@ -6,27 +6,32 @@
  * directions: the paper's placement applies to senders and receivers alike. Each call updates
  * the connection's sock_ctx (socket local storage) and then the calling task's task_ctx (task
  * local storage). No loops over sockets or tasks, no allocation besides the two storages: each
- * call costs two storage lookups, one clock read and a fixed 8-slot sum.
+ * call costs two storage lookups, one clock read and a few comparisons; the net_tasks table is
+ * written only when the task's view changes and at most once per window otherwise.
  *
- * Intensiveness. The paper keeps a "history of recent communication intervals" per connection
- * and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We take "recent" as a time
- * window: the mean interval over the calls of the last window of intens_win_ns (100 ms), i.e.
- * window length / calls in it, closed by the first call after the window has passed. A window
- * with one call gives that call's interval, so a slow connection is measured by its own gaps.
- * Why not the last N intervals: traffic is bursty (a sender blocks on a full socket buffer, a
- * receiver waits for the next burst), so N consecutive intervals are either all short or
- * contain one long gap, and a snapshot of them swings by 10x; a window of time averages many
- * bursts and matches the rate really achieved (t_intens.sh checks it against a paced sender).
- * The value is held between window closings; a new connection has none (0) until its first
- * window closes, and is placed normally until then.
+ * 1. Intensiveness. The paper keeps a "history of recent communication intervals" per
+ * connection and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We take "recent"
+ * as a time window (rate_note()): the mean interval over the calls of the last window of
+ * intens_win_ns (100 ms), i.e. window length / calls in it, closed by the first call after the
+ * window has passed. A window with one call gives that call's interval, so a slow connection is
+ * measured by its own gaps. Why not the last N intervals: traffic is bursty (a sender blocks on
+ * a full socket buffer, a receiver waits for the next burst), so N consecutive intervals are
+ * either all short or contain one long gap, and a snapshot of them swings by 10x; a window of
+ * time averages many bursts and matches the rate really achieved (t_intens.sh checks it against
+ * a paced sender). The value is held between window closings; a new connection has none (0)
+ * until its first window closes.
  *
- * IRQ CPU. sk->sk_incoming_cpu is the CPU that processed the socket's last received segment,
+ * 2. IRQ CPU. sk->sk_incoming_cpu is the CPU that processed the socket's last received segment,
  * i.e. its softirq CPU: for a receiver the data path, for a sender the ACK path. With hardware
  * RSS it is the CPU of the NIC queue's IRQ; with RPS/RFS it is whatever CPU the steering chose,
- * which is still where the protocol work happens. A probe on tcp_rcv_established() records the
- * receiving interface (skb_iif) and the CPU it ran on, as a cross-check. An ifindex means
- * something only within a network namespace, so each socket also records its namespace's inode
- * number, which user space matches against its own and /run/netns to name the interface.
+ * which is still where the protocol work happens. A connection over loopback has none: there
+ * the "softirq CPU" is the peer's own CPU (the sender runs the receive path), and pulling each
+ * end of a local pair toward the other's CPU honours no interrupt. Such a connection (its
+ * segments arrive on ifindex 1, lo in every namespace) still counts for the task's
+ * intensiveness, but names no IRQ CPU. A probe on tcp_rcv_established() records the receiving
+ * interface (skb_iif) and the CPU it ran on. An ifindex means something only within a network
+ * namespace, so each socket also records its namespace's inode number, which user space
+ * matches against its own and /run/netns to name the interface.
  *
  * The same probe checks that CPU against the receiving NIC's IRQ CPUs (the `nic_cpus` map, the
  * loader's per-NIC sets) and counts rx_irq_cpu or rx_off_irq: how much protocol work the NIC
@@ -36,17 +41,34 @@
  * (nic_cpus_gen) changes, so a steady flow costs no map lookup per segment. Sockets of other
  * namespaces, loopback and NICs the loader does not know are counted in neither.
  *
- * Representative connection (paper III-B: "the most intensive connection" of a process). We
- * work per task rather than per process: threads of one server often serve different
- * connections, and sched_ext places tasks. A call on connection C makes C the task's
- * representative if C already is, if C is at least as intensive, or if the representative has
- * gone quiet for more than 4 of its own mean intervals (plus 1 ms), so a finished bulk
- * connection cannot pin a task forever.
+ * 3. What a task is (paper III-B: a process is represented by "the most intensive connection").
+ * We work per task rather than per process: threads of one server often serve different
+ * connections, and sched_ext places tasks. The task keeps:
+ *  - its representative connection: a connection with a rate takes over when there is none,
+ *    when the representative is no longer live (closed by this task, see the tcp_close probe,
+ *    or quiet for more than 4 of its own mean intervals plus 1 ms), or when it is clearly more
+ *    intensive: by more than a quarter. Hysteresis, because a proxy relaying one connection into
+ *    another at one rate has two equally intensive connections, often on different NICs and
+ *    LLCs; "at least as intensive" handed the task back and forth on nearly every call;
+ *  - the rate of all its calls, on any connection (task_ctx.all);
+ *  - a majority vote over the IRQ CPUs of its calls (vote_cpu/vote_cnt, capped at VOTE_MAX, so
+ *    a new majority wins within a few calls).
+ * From them, at each call: intens = the larger of the live representative's and the all-calls
+ * rate; irq_cpu = the live representative's, else the vote. The paper's representative assumes
+ * connections that live long enough to have a rate. A server whose connections carry one
+ * request each (a web server under a load generator, an RPC front end, netperf TCP_CRR) has
+ * none, however busy it is, and an event loop with many slow connections has only slow ones:
+ * such a thread is as communication-intensive as its call rate says, which is what the
+ * all-calls rate measures; for a task with one connection both rates agree. The IRQ CPU comes
+ * from the representative when there is one, because the vote flips between two equally used
+ * connections (the proxy) where the representative holds.
  *
  * Accepted races: two threads calling on one socket at once may interleave their updates of
- * sock_ctx; a lost increment costs one call in one window, and the window restarts from
- * scratch when it closes, so nothing accumulates. A task's task_ctx is only written by the
- * task itself.
+ * sock_ctx; a lost increment costs one call in one window, and the window restarts from scratch
+ * when it closes, so nothing accumulates. The clock is read after the storage lookup, and a
+ * window that another thread moved past our clock reading only counts our call: without that a
+ * negative elapsed time read as a huge one and the rate as 1. A task's task_ctx is written only
+ * by the task itself.
  */
 #include "miami.bpf.h"
 
@@ -76,26 +98,43 @@ enum miami_rx {
 	MIAMI_RX_OFF_IRQ,
 };
 
+/* The network tasks user space reads (agent, stats, TUI), by tid. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MIAMI_NR_TASK_SLOTS);
-	__type(key, u32);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MIAMI_MAX_NET_TASKS);
+	__type(key, s32);
 	__type(value, struct net_task);
 } net_tasks SEC(".maps");
 
-/* Publish @taskc in the bounded per-task table user space reads. */
-static __always_inline void publish_task(struct task_ctx *taskc, u64 now)
+/* Window over which intensiveness is averaged (--intens-window-ms). Default 100 ms: many bursts
+ * long on real hardware, and a change of pattern shows within one agent period. Too short and
+ * it swings with each burst (under TCG a 100 ms window swings by 2x). */
+const volatile u64 intens_win_ns = 100000000;
+
+/* Loopback's ifindex, the same in every network namespace. */
+#define LOOPBACK_IFINDEX	1
+/* Most votes the IRQ CPU vote holds: a CPU that takes over the calls wins within as many. */
+#define VOTE_MAX		8
+
+/* Write @taskc to net_tasks: when its view changed (@changed), else once per window. */
+static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool changed)
 {
 	u64 pid_tgid = bpf_get_current_pid_tgid();
-	u32 tid = (u32)pid_tgid, slot = tid & (MIAMI_NR_TASK_SLOTS - 1);
-	struct net_task *nt = bpf_map_lookup_elem(&net_tasks, &slot);
+	s32 tid = (u32)pid_tgid;
+	struct net_task *nt;
 
-	if (!nt)
+	if (!changed && now - taskc->pub_ns < intens_win_ns)
 		return;
-	if (nt->tid != tid) {
-		nt->tid = tid;
-		nt->tgid = pid_tgid >> 32;
-		bpf_get_current_comm(nt->comm, sizeof(nt->comm));
+	taskc->pub_ns = now;
+	nt = bpf_map_lookup_elem(&net_tasks, &tid);
+	if (!nt) {
+		struct net_task fresh = { .tid = tid, .tgid = pid_tgid >> 32 };
+
+		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+		bpf_map_update_elem(&net_tasks, &tid, &fresh, BPF_NOEXIST);
+		nt = bpf_map_lookup_elem(&net_tasks, &tid);
+		if (!nt)
+			return;
 	}
 	nt->last_comm_ns = now;
 	nt->intens = taskc->intens;
@@ -106,11 +145,6 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now)
 	nt->cls = class_of(taskc->intens);
 	nt->tier = taskc->tier;
 }
-
-/* Window over which intensiveness is averaged (--intens-window-ms). Default 100 ms: many bursts
- * long on real hardware, and a change of pattern shows within one agent period. Too short and
- * it swings with each burst (under TCG a 100 ms window swings by 2x). */
-const volatile u64 intens_win_ns = 100000000;
 
 /* 10^6 / mean interval in us over a window of @elapsed_ns holding @calls intervals. */
 static __always_inline u32 intens_of(u64 elapsed_ns, u32 calls)
@@ -124,31 +158,102 @@ static __always_inline u32 intens_of(u64 elapsed_ns, u32 calls)
 	return MIAMI_INTENS_MAX / avg_us;
 }
 
-/* Make @sockc's connection @taskc's representative if it is the most intensive one. */
+/*
+ * Count a call at @now in @w and close its window when it is over. Another thread may have
+ * moved the window past @now since we read the clock (section "Accepted races"): then the call
+ * only counts.
+ */
+static __always_inline void rate_note(struct rate_win *w, u64 now)
+{
+	s64 elapsed;
+
+	if (!w->last_ns) {
+		w->win_start_ns = now;
+		w->last_ns = now;
+		return;
+	}
+	w->win_calls++;
+	elapsed = now - w->win_start_ns;
+	if (elapsed >= (s64)intens_win_ns) {
+		w->intens = intens_of(elapsed, w->win_calls);
+		w->win_start_ns = now;
+		w->win_calls = 0;
+	}
+	if ((s64)(now - w->last_ns) > 0)
+		w->last_ns = now;
+}
+
+/* Is the representative connection still live: not closed, and not quiet for longer than 4 of
+ * its own mean intervals (4 * 10^6 / intens us, in ns) plus 1 ms? */
+static __always_inline bool rep_live(const struct task_ctx *taskc, u64 now)
+{
+	u64 quiet_ns;
+
+	if (!taskc->rep_cookie || !taskc->rep_intens)
+		return false;
+	quiet_ns = 4000000000ULL / taskc->rep_intens + 1000000;
+	return (s64)(now - taskc->rep_last_ns) <= (s64)quiet_ns;
+}
+
+/* Make @sockc's connection @taskc's representative if it should be (section 3). */
 static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *sockc, u64 now)
 {
-	u64 rep_quiet_ns;
-
-	/* 4 mean intervals of the representative: 4 * 10^6 / intens us, in ns. */
-	rep_quiet_ns = taskc->intens ? 4000000000ULL / taskc->intens : 0;
-	if (taskc->rep_cookie != sockc->cookie && sockc->intens < taskc->intens &&
-	    now - taskc->rep_last_ns <= rep_quiet_ns + 1000000)
-		return;
+	u32 intens = sockc->rate.intens;
 
 	if (taskc->rep_cookie != sockc->cookie) {
+		if (!intens)
+			return;
+		if (rep_live(taskc, now) && (u64)intens * 4 <= (u64)taskc->rep_intens * 5)
+			return;
 		taskc->rep_cookie = sockc->cookie;
 		stat_inc(MIAMI_STAT_REP_CHANGES);
 	}
 	taskc->rep_last_ns = now;
-	taskc->intens = sockc->intens;
-	taskc->irq_cpu = sockc->irq_cpu;
-	taskc->ifindex = sockc->ifindex;
-	taskc->netns = sockc->netns;
+	if (intens)
+		taskc->rep_intens = intens;
+	if (sockc->irq_cpu >= 0) {
+		taskc->rep_irq = sockc->irq_cpu;
+		taskc->ifindex = sockc->ifindex;
+		taskc->netns = sockc->netns;
+	}
+}
+
+/* Count @cpu, the IRQ CPU of a call, in @taskc's majority vote. */
+static __always_inline void vote_irq(struct task_ctx *taskc, s32 cpu)
+{
+	if (cpu < 0)
+		return;
+	if (!taskc->vote_cnt || taskc->vote_cpu == cpu) {
+		taskc->vote_cpu = cpu;
+		if (taskc->vote_cnt < VOTE_MAX)
+			taskc->vote_cnt++;
+	} else {
+		taskc->vote_cnt--;
+	}
+}
+
+/* Derive @taskc's view (intens, irq_cpu) from what it keeps; true if it changed. */
+static __always_inline bool update_view(struct task_ctx *taskc, u64 now)
+{
+	u32 intens = taskc->all.intens;
+	s32 irq = taskc->vote_cnt ? taskc->vote_cpu : MIAMI_NO_CPU;
+	bool changed;
+
+	if (rep_live(taskc, now)) {
+		if (taskc->rep_intens > intens)
+			intens = taskc->rep_intens;
+		irq = taskc->rep_irq;
+	}
+	changed = intens != taskc->intens || irq != taskc->irq_cpu;
+	taskc->intens = intens;
+	taskc->irq_cpu = irq;
+	return changed;
 }
 
 static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 {
 	struct task_ctx *taskc;
+	bool changed;
 
 	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0,
 				     BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -156,43 +261,43 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 		return;
 	if (!taskc->last_comm_ns) {
 		taskc->irq_cpu = MIAMI_NO_CPU;
+		taskc->rep_irq = MIAMI_NO_CPU;
+		taskc->run_cpu = MIAMI_NO_CPU;
 		taskc->target_cpu = MIAMI_NO_CPU;
 		taskc->tier = MIAMI_TIER_NONE;
 	}
 	taskc->last_comm_ns = now;
-	if (!sockc->intens)
-		return;
+	rate_note(&taskc->all, now);
+	vote_irq(taskc, sockc->irq_cpu);
+	if (sockc->irq_cpu >= 0 && !taskc->rep_cookie) {
+		/* Without a representative, the last connection with an IRQ CPU names the NIC. */
+		taskc->ifindex = sockc->ifindex;
+		taskc->netns = sockc->netns;
+	}
 	update_rep(taskc, sockc, now);
-	publish_task(taskc, now);
+	changed = update_view(taskc, now);
+	if (taskc->intens)
+		publish_task(taskc, now, changed);
 }
 
 static __always_inline void note_call(struct sock *sk)
 {
 	struct sock_ctx *sockc;
-	u64 now = bpf_ktime_get_ns(), elapsed;
+	u64 now;
 
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!sockc)
 		return;
-
-	if (!sockc->last_ns) {
+	now = bpf_ktime_get_ns();
+	if (!sockc->rate.last_ns) {
 		sockc->cookie = bpf_get_socket_cookie(sk);
 		sockc->netns = sk->__sk_common.skc_net.net->ns.inum;
-		sockc->irq_cpu = MIAMI_NO_CPU;
 		sockc->rx_cpu = MIAMI_NO_CPU;
-		sockc->win_start_ns = now;
 		stat_inc(MIAMI_STAT_SOCKS_TRACKED);
-	} else {
-		sockc->win_calls++;
-		elapsed = now - sockc->win_start_ns;
-		if (elapsed >= intens_win_ns) {
-			sockc->intens = intens_of(elapsed, sockc->win_calls);
-			sockc->win_start_ns = now;
-			sockc->win_calls = 0;
-		}
 	}
-	sockc->last_ns = now;
-	sockc->irq_cpu = sk->__sk_common.skc_incoming_cpu;
+	rate_note(&sockc->rate, now);
+	sockc->irq_cpu = sockc->ifindex == LOOPBACK_IFINDEX ? MIAMI_NO_CPU :
+			 sk->__sk_common.skc_incoming_cpu;
 
 	update_task(sockc, now);
 }
@@ -210,6 +315,33 @@ int BPF_PROG(miami_tcp_recvmsg, struct sock *sk)
 {
 	stat_inc(MIAMI_STAT_PROBE_RECV);
 	note_call(sk);
+	return 0;
+}
+
+/*
+ * A connection closes. If it is the closing task's representative, the task no longer has one:
+ * its view falls back to its all-calls rate and IRQ vote at once, rather than after the
+ * representative's quiet time. Only the closing task is told; another thread that had this
+ * connection as its representative sees it go quiet.
+ */
+SEC("fentry/tcp_close")
+int BPF_PROG(miami_tcp_close, struct sock *sk)
+{
+	struct sock_ctx *sockc;
+	struct task_ctx *taskc;
+	u64 now;
+
+	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, 0);
+	if (!sockc)
+		return 0;
+	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0, 0);
+	if (!taskc || !taskc->rep_cookie || taskc->rep_cookie != sockc->cookie)
+		return 0;
+	taskc->rep_cookie = 0;
+	stat_inc(MIAMI_STAT_REP_CLOSED);
+	now = bpf_ktime_get_ns();
+	if (update_view(taskc, now) && taskc->intens)
+		publish_task(taskc, now, true);
 	return 0;
 }
 

@@ -31,6 +31,15 @@ pub struct ClassBounds {
 }
 
 impl ClassBounds {
+    /// A --class-bounds value: `auto` (None: the agent derives them, policy::auto_bounds()) or
+    /// HIGH_MIN,MIDDLE_MIN.
+    pub fn parse_setting(s: &str) -> Result<Option<Self>, Invalid> {
+        if s.trim() == "auto" {
+            return Ok(None);
+        }
+        Self::parse(s).map(Some)
+    }
+
     pub fn parse(s: &str) -> Result<Self, Invalid> {
         let bad = |reason: String| Invalid {
             option: "class-bounds",
@@ -39,7 +48,7 @@ impl ClassBounds {
         let parts: Vec<&str> = s.split(',').map(str::trim).collect();
         if parts.len() != 2 {
             return Err(bad(format!(
-                "'{s}' is not HIGH_MIN,MIDDLE_MIN (two numbers separated by a comma)"
+                "'{s}' is not auto or HIGH_MIN,MIDDLE_MIN (two numbers separated by a comma)"
             )));
         }
         let num = |p: &str| -> Result<u32, Invalid> {
@@ -70,7 +79,8 @@ pub struct Config {
     pub slice_ns: u64,
     pub release_ns: u64,
     pub intens_win_ns: u64,
-    pub bounds: ClassBounds,
+    /// --class-bounds: None for auto.
+    pub bounds: Option<ClassBounds>,
     pub net_room_pct: u32,
     pub nics: Vec<String>,
     pub irq_refresh_ms: u64,
@@ -182,7 +192,7 @@ impl Config {
             slice_ns: slice_us * 1000,
             release_ns: release_ms * 1_000_000,
             intens_win_ns: win_ms * 1_000_000,
-            bounds: ClassBounds::parse(&o.class_bounds)?,
+            bounds: ClassBounds::parse_setting(&o.class_bounds)?,
             net_room_pct: room,
             nics: o.nic.clone(),
             irq_refresh_ms,

@@ -34,17 +34,17 @@ pub struct Opts {
     #[arg(long, default_value_t = 1000)]
     pub release_after_ms: u64,
 
-    /// Class boundaries on intensiveness: HIGH_MIN,MIDDLE_MIN.
+    /// Class boundaries on intensiveness: auto, or HIGH_MIN,MIDDLE_MIN.
     ///
     /// A task with intensiveness >= HIGH_MIN is class high (claims its IRQ CPU), >= MIDDLE_MIN
     /// middle (IRQ CPU when it has room, else its LLC), below that low. Intensiveness is
-    /// 10^6 / mean call interval in us, so the defaults mean: high = calls at most 10 us apart,
-    /// middle = at most 100 us apart. Both in 1..=1000000, HIGH_MIN > MIDDLE_MIN.
-    #[arg(
-        long,
-        default_value = "100000,10000",
-        value_name = "HIGH_MIN,MIDDLE_MIN"
-    )]
+    /// 10^6 / mean call interval in us: 100000,10000 means high = calls at most 10 us apart,
+    /// middle = at most 100 us apart. Both in 1..=1000000, HIGH_MIN > MIDDLE_MIN. auto (the
+    /// default) follows the machine: high within a factor 4 of the most intensive task,
+    /// middle within a factor 64, low below, so a bulk flow and a light one differ in class
+    /// on a 1 Gbit/s host as on a 100 Gbit/s one. Either way the agent raises a boundary
+    /// under overload and brings it back after.
+    #[arg(long, default_value = "auto", value_name = "auto|HIGH_MIN,MIDDLE_MIN")]
     pub class_bounds: String,
 
     /// Window over which a connection's intensiveness is averaged, in milliseconds.

@@ -112,7 +112,40 @@ pub struct PolicyConfig {
     pub high_load_pct: f64,
     pub release_after_ms: u64,
     pub max_moves: usize,
-    pub init_bounds: ClassBounds,
+    /// The boundaries the agent returns to when no overload holds them up (--class-bounds);
+    /// None: derived each round from the most intensive task (`auto_bounds()`).
+    pub init_bounds: Option<ClassBounds>,
+}
+
+/// Class bounds before the agent has seen a network task under `--class-bounds auto`.
+pub const AUTO_START: ClassBounds = ClassBounds {
+    high_min: 100_000,
+    middle_min: 10_000,
+};
+/// `--class-bounds auto`: a task is class high within a factor AUTO_HIGH_DIV of the most
+/// intensive task, middle within AUTO_MIDDLE_DIV, low below (docs/design.md section 5).
+pub const AUTO_HIGH_DIV: u32 = 4;
+pub const AUTO_MIDDLE_DIV: u32 = 64;
+
+/// The automatic boundaries for a most intensive task of @top: high from top / 4, middle from
+/// top / 64, but each class at least a factor of 2 wide (`widen()`).
+pub fn auto_bounds(top: u32) -> ClassBounds {
+    widen(ClassBounds {
+        high_min: top / AUTO_HIGH_DIV,
+        middle_min: top / AUTO_MIDDLE_DIV,
+    })
+}
+
+/// The narrowest boundaries the agent makes: class low at least [1, 2), middle at least a
+/// factor of 2 wide (high_min >= 2 * middle_min), high at least [high_min, 2 * high_min]. A
+/// class squeezed to a width of 1 separates nothing; a factor of 2 keeps tasks whose measured
+/// rates wobble by a quarter in one class.
+pub fn widen(b: ClassBounds) -> ClassBounds {
+    let high_min = b.high_min.clamp(4, INTENS_MAX as u32 / 2);
+    ClassBounds {
+        high_min,
+        middle_min: b.middle_min.clamp(2, high_min / 2),
+    }
 }
 
 /// What one round decided.
@@ -133,6 +166,8 @@ pub struct Round {
 pub struct Policy {
     cfg: PolicyConfig,
     bounds: ClassBounds,
+    /// Under `--class-bounds auto`: the most intensive task, held with a decay (`top_ref()`).
+    top: u32,
     round: u64,
     /// tid -> (target CPU, round it was sent): the repeat filter.
     sent: BTreeMap<i32, (usize, u64)>,
@@ -178,11 +213,24 @@ pub fn overloaded_llcs(loads: &[f64], llc: &[u32], high: f64) -> Vec<u32> {
 impl Policy {
     pub fn new(cfg: PolicyConfig) -> Self {
         Self {
-            bounds: cfg.init_bounds,
+            bounds: cfg.init_bounds.unwrap_or(AUTO_START),
             cfg,
+            top: 0,
             round: 0,
             sent: BTreeMap::new(),
         }
+    }
+
+    /// The most intensive active task's intensiveness, held: it rises at once and falls by a
+    /// quarter of the way per round, so that one quiet round of the top flow (a measurement
+    /// window that caught a pause) does not reclassify everyone. 0 before any task.
+    fn top_ref(&mut self, top_now: u32) -> u32 {
+        self.top = if top_now >= self.top {
+            top_now
+        } else {
+            self.top - (self.top - top_now).div_ceil(4)
+        };
+        self.top
     }
 
     pub fn bounds(&self) -> ClassBounds {
@@ -193,7 +241,8 @@ impl Policy {
     /// otherwise the boundaries keep their adapted values.
     pub fn set_config(&mut self, cfg: PolicyConfig) {
         if cfg.init_bounds != self.cfg.init_bounds {
-            self.bounds = cfg.init_bounds;
+            self.bounds = cfg.init_bounds.unwrap_or(AUTO_START);
+            self.top = 0;
         }
         self.cfg = cfg;
     }
@@ -222,6 +271,20 @@ impl Policy {
             .iter()
             .filter(|t| valid(t.irq_cpu) && valid(t.cpu) && t.intens > 0)
             .partition(|t| t.age_ms < self.cfg.release_after_ms);
+        // The boundaries to return to: --class-bounds, or derived from the top task. The first
+        // round that sees a task starts from the derived ones.
+        let base = match self.cfg.init_bounds {
+            Some(b) => Some(b),
+            None => {
+                let first = self.top == 0;
+                let top = self.top_ref(active.iter().map(|t| t.intens).max().unwrap_or(0));
+                let base = (top > 0).then(|| auto_bounds(top));
+                if let (true, Some(b)) = (first, base) {
+                    self.bounds = b;
+                }
+                base
+            }
+        };
         let bounds = self.bounds;
         let class = |t: &TaskView| bounds.class_of(t.intens);
         let tier = |t: &TaskView| tier_of(llc, t.cpu as usize, t.irq_cpu as usize);
@@ -328,13 +391,19 @@ impl Policy {
                 }
             }
         }
-        if overloaded.is_empty() {
-            let init = self.cfg.init_bounds;
+        // A boundary raised for an overload comes back as soon as no CPU is overloaded by two
+        // or more network tasks, whatever else is busy: a hog, or a lone receiver saturating
+        // its own IRQ CPU, raises nothing and holds nothing up.
+        if let (false, Some(base)) = (adapted, base) {
             self.bounds = ClassBounds {
-                high_min: relax(self.bounds.high_min, init.high_min),
-                middle_min: relax(self.bounds.middle_min, init.middle_min),
+                high_min: relax(self.bounds.high_min, base.high_min),
+                middle_min: relax(self.bounds.middle_min, base.middle_min),
             };
-            self.bounds.middle_min = self.bounds.middle_min.min(self.bounds.high_min - 1);
+            let high = self.bounds.high_min;
+            self.bounds.middle_min = self
+                .bounds
+                .middle_min
+                .min((high / 2).max(base.middle_min).min(high - 1));
         }
         self.sent
             .retain(|_, &mut (_, r)| self.round - r < REPEAT_ROUNDS);
@@ -377,13 +446,17 @@ impl Policy {
     /// task whose measured rate wobbles by up to a quarter is not demoted by the noise; not
     /// less, so that tasks less than twice apart can still be told apart (t_agent_cap's five
     /// senders, 1000-2500 calls/s, were not with half).
+    ///
+    /// Each class keeps its minimum width (`widen()`): middle_min rises to at most half of
+    /// high_min, high_min to at most half of 10^6. Configured bounds narrower than that are
+    /// not moved.
     fn adapt(&mut self, lowest: Option<Class>, top: Option<u32>) {
         let b = &mut self.bounds;
         let cap = (top.unwrap_or(0) as u64 * 3 / 4) as u32;
         let raise = |v: u32, max: u32| (v + (v / 4).max(1)).min(max).max(v);
         match lowest {
-            Some(Class::Middle) => b.middle_min = raise(b.middle_min, cap.min(b.high_min - 1)),
-            Some(Class::High) => b.high_min = raise(b.high_min, cap.min(INTENS_MAX as u32)),
+            Some(Class::Middle) => b.middle_min = raise(b.middle_min, cap.min(b.high_min / 2)),
+            Some(Class::High) => b.high_min = raise(b.high_min, cap.min(INTENS_MAX as u32 / 2)),
             Some(Class::Low) | None => {}
         }
     }

@@ -20,20 +20,26 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bpf_intf::{miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key};
-use crate::bpf_intf::{miami_consts_MIAMI_NR_TASK_SLOTS as NR_TASK_SLOTS, net_task};
-use crate::bpf_intf::{policy_move, set_irq_cpu_arg};
+use crate::bpf_intf::{net_task, policy_move, set_irq_cpu_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, format_cpu_list, NicNames, Roots};
 use crate::load::LoadReader;
-use crate::policy::{Policy, PolicyConfig, TaskView};
+use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
     NR_STATS, TOP_TASKS,
 };
 
-/// How recent a call must be for a task to be listed.
+/// How recent a call must be for a task to be listed (at least --release-after-ms: the agent
+/// must see every task BPF still treats as a network task). Older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;
+/// Rounds after which the agent deletes a policy_moves entry: BPF takes a move at the task's
+/// next placement, within a slice for a running task; one still there is held back by the
+/// budget (then the next round may still apply it) or its task sleeps, and it is stale.
+const MOVE_ROUNDS: u64 = 3;
+/// Entries per batch when reading net_tasks.
+const BATCH: u32 = 1024;
 /// Longest the run loop waits for a stats request before checking shutdown and timers.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -73,6 +79,12 @@ fn policy_config(cfg: &Config) -> PolicyConfig {
         max_moves: cfg.max_moves as usize,
         init_bounds: cfg.bounds,
     }
+}
+
+/// How long a task follows an agent target: as many rounds as the agent waits before it sends
+/// the same move again, so a target it still wants is renewed before it lapses.
+fn target_ttl_ns(cfg: &Config) -> u64 {
+    REPEAT_ROUNDS * cfg.interval_ms * 1_000_000
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
@@ -134,6 +146,9 @@ pub struct Scheduler<'a> {
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
     move_seq: u32,
+    /// policy_moves entries written, tid -> the round that wrote them, to delete them later.
+    moves_written: BTreeMap<i32, u64>,
+    agent_rounds: u64,
     /// None when the socket could not be created; scheduling goes on without it.
     stats_server: Option<StatsServer<(), Snapshot>>,
     stats_path: PathBuf,
@@ -181,20 +196,25 @@ impl<'a> Scheduler<'a> {
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();
-        data.class_high_min = cfg.bounds.high_min;
-        data.class_middle_min = cfg.bounds.middle_min;
+        let start = cfg.bounds.unwrap_or(AUTO_START);
+        data.class_high_min = start.high_min;
+        data.class_middle_min = start.middle_min;
         data.release_ns = cfg.release_ns;
         data.max_moves = cfg.max_moves;
+        data.target_ttl_ns = target_ttl_ns(cfg);
 
         let mut skel = scx_ops_load!(skel, miami_ops, uei)?;
 
         let link = Some(scx_ops_attach!(skel, miami_ops)?);
         info!(
-            "attached: slice {} us, release after {} ms, classes high >= {}, middle >= {}",
+            "attached: slice {} us, release after {} ms, classes {}",
             cfg.slice_ns / 1000,
             cfg.release_ns / 1_000_000,
-            cfg.bounds.high_min,
-            cfg.bounds.middle_min
+            match cfg.bounds {
+                Some(b) => format!("high >= {}, middle >= {}", b.high_min, b.middle_min),
+                None =>
+                    "auto (high within 4x of the most intensive task, middle within 64x)".into(),
+            }
         );
 
         let roots = Roots::default();
@@ -222,6 +242,8 @@ impl<'a> Scheduler<'a> {
                 ..Default::default()
             },
             move_seq: 0,
+            moves_written: BTreeMap::new(),
+            agent_rounds: 0,
             stats_server: None,
             stats_path: PathBuf::from(DEFAULT_SOCKET),
         };
@@ -362,53 +384,84 @@ impl<'a> Scheduler<'a> {
         }))
     }
 
-    /// Recently communicating threads from the bounded `net_tasks` table, their NICs named.
+    /// Every entry of the `net_tasks` table, in one batch read (a few system calls whatever
+    /// its size: the agent reads it every round).
+    fn read_net_tasks(&self) -> Vec<net_task> {
+        let Ok(iter) = self
+            .skel
+            .maps
+            .net_tasks
+            .lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY)
+        else {
+            return Vec::new();
+        };
+        iter.filter(|(_, v)| v.len() >= std::mem::size_of::<net_task>())
+            // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
+            .map(|(_, v)| unsafe { std::ptr::read_unaligned(v.as_ptr() as *const net_task) })
+            .collect()
+    }
+
+    /// How old a task's last call may be for it to be listed.
+    fn task_max_age_ms(&self) -> u64 {
+        TASK_MAX_AGE_MS.max(self.cfg.release_ns / 1_000_000)
+    }
+
+    /// Recently communicating threads from the `net_tasks` table, their NICs named.
     pub fn tasks(&self) -> Vec<TaskRow> {
         let nics = NicNames::read(
             &self.roots.sys.join("class/net"),
             &self.roots.proc.join("self/ns/net"),
             Path::new("/run/netns"),
         );
-        self.tasks_with(|ifindex, netns| nics.label(ifindex, netns))
-    }
-
-    /// The same rows with NICs named by @nic_name. The agent, which never shows a NIC, passes
-    /// a no-op rather than reading sysfs and /run/netns every round.
-    fn tasks_with(&self, nic_name: impl Fn(u32, u32) -> String) -> Vec<TaskRow> {
-        let now = monotonic_ns();
-        (0..NR_TASK_SLOTS as u32)
-            .filter_map(|slot| {
-                let bytes = self
-                    .skel
-                    .maps
-                    .net_tasks
-                    .lookup(&slot.to_ne_bytes(), MapFlags::ANY)
-                    .ok()??;
-                if bytes.len() < std::mem::size_of::<net_task>() {
-                    return None;
-                }
-                // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
-                let nt: net_task =
-                    unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const net_task) };
-                TaskRow::from_slot(&nt, now, TASK_MAX_AGE_MS, &nic_name)
+        let (now, max_age) = (monotonic_ns(), self.task_max_age_ms());
+        self.read_net_tasks()
+            .iter()
+            .filter_map(|nt| {
+                TaskRow::from_slot(nt, now, max_age, |ifindex, netns| {
+                    nics.label(ifindex, netns)
+                })
             })
             .collect()
     }
 
+    /// The agent's view of the network tasks, without NIC names (it never shows one). Deletes
+    /// the entries of tasks that stopped communicating, so the table holds live tasks only.
+    fn agent_tasks(&mut self) -> Vec<TaskView> {
+        let (now, max_age) = (monotonic_ns(), self.task_max_age_ms());
+        let mut stale: Vec<u8> = Vec::new();
+        let mut tasks = Vec::new();
+        for nt in self.read_net_tasks() {
+            match TaskRow::from_slot(&nt, now, max_age, |_, _| String::new()) {
+                Some(t) => tasks.push(TaskView {
+                    tid: t.tid,
+                    intens: t.intens,
+                    irq_cpu: t.irq_cpu,
+                    cpu: t.cpu,
+                    age_ms: t.age_ms,
+                }),
+                None => stale.extend_from_slice(&nt.tid.to_ne_bytes()),
+            }
+        }
+        if !stale.is_empty() {
+            let n = (stale.len() / 4) as u32;
+            if let Err(e) =
+                self.skel
+                    .maps
+                    .net_tasks
+                    .delete_batch(&stale, n, MapFlags::ANY, MapFlags::ANY)
+            {
+                log::debug!("agent: deleting {n} stale net_tasks entries: {e}");
+            }
+        }
+        tasks
+    }
+
     /// One agent round (MiAMI III-D): loads, then the policy's moves and boundaries into BPF.
     fn agent_round(&mut self) -> Result<()> {
+        let started = Instant::now();
+        self.agent_rounds += 1;
         let loads = self.load.read()?;
-        let tasks: Vec<TaskView> = self
-            .tasks_with(|_, _| String::new())
-            .iter()
-            .map(|t| TaskView {
-                tid: t.tid,
-                intens: t.intens,
-                irq_cpu: t.irq_cpu,
-                cpu: t.cpu,
-                age_ms: t.age_ms,
-            })
-            .collect();
+        let tasks = self.agent_tasks();
 
         // Moves BPF applied since the previous round; the swap also refills the budget.
         let bss = self.skel.maps.bss_data.as_mut().unwrap();
@@ -419,6 +472,17 @@ impl<'a> Scheduler<'a> {
         self.agent.round_max = self.agent.round_max.max(applied.into());
 
         let round = self.policy.round(&loads, &self.cpu_llc, &tasks);
+        let this_round = self.agent_rounds;
+        let old: Vec<i32> = self
+            .moves_written
+            .iter()
+            .filter(|&(_, &r)| this_round - r >= MOVE_ROUNDS)
+            .map(|(&tid, _)| tid)
+            .collect();
+        for tid in old {
+            self.moves_written.remove(&tid);
+            let _ = self.skel.maps.policy_moves.delete(&tid.to_ne_bytes());
+        }
         for m in &round.moves {
             self.move_seq = self.move_seq.wrapping_add(1).max(1);
             let mv = policy_move {
@@ -427,15 +491,18 @@ impl<'a> Scheduler<'a> {
                 seq: self.move_seq,
                 kind: m.kind.bpf(),
             };
-            let slot = (m.tid as u32) & (NR_TASK_SLOTS as u32 - 1);
             self.skel
                 .maps
                 .policy_moves
-                .update(&slot.to_ne_bytes(), as_bytes(&mv), MapFlags::ANY)
+                .update(&m.tid.to_ne_bytes(), as_bytes(&mv), MapFlags::ANY)
                 .context("writing policy_moves")?;
+            self.moves_written.insert(m.tid, this_round);
             log::debug!("agent: {:?} tid {} -> CPU {}", m.kind, m.tid, m.cpu);
         }
         let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        if !round.moves.is_empty() {
+            bss.policy_moves_gen = bss.policy_moves_gen.wrapping_add(1);
+        }
         for (id, flag) in bss.llc_overloaded.iter_mut().enumerate() {
             let over = round.overloaded_llcs.contains(&(id as u32)) as u8;
             if *flag != over {
@@ -457,6 +524,8 @@ impl<'a> Scheduler<'a> {
             data.class_middle_min = round.bounds.middle_min;
         }
         self.agent.loads = loads;
+        self.agent.nr_tasks = tasks.len() as u64;
+        self.agent.round_us = started.elapsed().as_micros() as u64;
         Ok(())
     }
 
@@ -490,7 +559,11 @@ impl<'a> Scheduler<'a> {
             }
         };
         let ms = |ns: u64| (ns / 1_000_000).to_string();
-        let bounds = |b: ClassBounds| format!("{},{}", b.high_min, b.middle_min);
+        let bounds = |b: Option<ClassBounds>| {
+            b.map_or("auto".into(), |b| {
+                format!("{},{}", b.high_min, b.middle_min)
+            })
+        };
         note(
             "interval-ms",
             old.interval_ms.to_string(),
@@ -525,6 +598,7 @@ impl<'a> Scheduler<'a> {
         let data = self.skel.maps.data_data.as_mut().unwrap();
         data.release_ns = new.release_ns;
         data.max_moves = new.max_moves;
+        data.target_ttl_ns = target_ttl_ns(new);
         if new.max_moves != old.max_moves {
             // "Most moves in one round" is judged against the cap in force.
             self.agent = AgentState {

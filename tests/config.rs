@@ -38,7 +38,7 @@ fn defaults() {
     let o = opts(&[]);
     assert_eq!(o.slice_us, 5000);
     assert_eq!(o.release_after_ms, 1000);
-    assert_eq!(o.class_bounds, "100000,10000");
+    assert_eq!(o.class_bounds, "auto");
     assert_eq!(o.net_room_pct, 80);
     assert!(o.nic.is_empty());
     assert_eq!(o.irq_refresh_ms, 1000);
@@ -54,10 +54,8 @@ fn defaults() {
             slice_ns: 5_000_000,
             release_ns: 1_000_000_000,
             intens_win_ns: 100_000_000,
-            bounds: ClassBounds {
-                high_min: 100_000,
-                middle_min: 10_000
-            },
+            // --class-bounds auto: the agent derives them (tests/policy.rs).
+            bounds: None,
             net_room_pct: 80,
             nics: vec![],
             irq_refresh_ms: 1000,
@@ -101,10 +99,10 @@ fn units_are_converted_once() {
     assert_eq!(c.stats_interval_s, Some(0.5));
     assert_eq!(
         c.bounds,
-        ClassBounds {
+        Some(ClassBounds {
             high_min: 5000,
             middle_min: 50
-        }
+        })
     );
     assert_eq!(c.nics, ["eth0", "enp0s10", "eth1"]);
 }
@@ -123,7 +121,7 @@ fn range_limits_are_inclusive() {
     assert_eq!(lo.release_ns, 10_000_000);
     assert_eq!(lo.net_room_pct, 1);
     assert_eq!(lo.irq_refresh_ms, 10);
-    assert_eq!(lo.bounds.middle_min, 1);
+    assert_eq!(lo.bounds.unwrap().middle_min, 1);
 
     let hi = config(&[
         "--slice-us=100000",
@@ -137,7 +135,7 @@ fn range_limits_are_inclusive() {
     assert_eq!(hi.release_ns, 3_600_000_000_000);
     assert_eq!(hi.net_room_pct, 100);
     assert_eq!(hi.irq_refresh_ms, 60_000);
-    assert_eq!(hi.bounds.high_min, INTENS_MAX);
+    assert_eq!(hi.bounds.unwrap().high_min, INTENS_MAX);
 }
 
 #[test]
@@ -167,6 +165,15 @@ fn class_bounds_parse_ok() {
         }
     );
     assert_eq!(INTENS_MAX, 1_000_000);
+    assert_eq!(ClassBounds::parse_setting(" auto ").unwrap(), None);
+    assert_eq!(
+        ClassBounds::parse_setting("20,10").unwrap(),
+        Some(ClassBounds {
+            high_min: 20,
+            middle_min: 10
+        })
+    );
+    assert_eq!(config(&["--class-bounds", "auto"]).unwrap().bounds, None);
 }
 
 #[test]
@@ -186,10 +193,11 @@ fn class_bounds_errors() {
         ("-5,1", &["'-5' is not a number"]),
         ("100,", &["'' is not a number"]),
         // wrong count
-        ("100", &["'100' is not HIGH_MIN,MIDDLE_MIN"]),
-        ("", &["is not HIGH_MIN,MIDDLE_MIN"]),
-        ("3,2,1", &["'3,2,1' is not HIGH_MIN,MIDDLE_MIN"]),
-        ("100;10", &["'100;10' is not HIGH_MIN,MIDDLE_MIN"]),
+        ("100", &["'100' is not auto or HIGH_MIN,MIDDLE_MIN"]),
+        ("Auto", &["'Auto' is not auto or HIGH_MIN,MIDDLE_MIN"]),
+        ("", &["is not auto or HIGH_MIN,MIDDLE_MIN"]),
+        ("3,2,1", &["'3,2,1' is not auto or HIGH_MIN,MIDDLE_MIN"]),
+        ("100;10", &["'100;10' is not auto or HIGH_MIN,MIDDLE_MIN"]),
     ];
     for (s, mentions) in cases {
         let e = ClassBounds::parse(s).expect_err(s);
@@ -501,10 +509,10 @@ irq-refresh-ms = 500
     );
     assert_eq!(
         c.bounds,
-        ClassBounds {
+        Some(ClassBounds {
             high_min: 5000,
             middle_min: 400
-        }
+        })
     );
     assert_eq!(c.irq_refresh_ms, 500);
     // What the file does not set stays as on the command line.

@@ -6,7 +6,8 @@
 use miami::config::ClassBounds;
 use miami::load::{busy_pct, parse_proc_stat, LoadReader};
 use miami::policy::{
-    overloaded_llcs, Class, Move, MoveKind, Policy, PolicyConfig, TaskView, REPEAT_ROUNDS,
+    auto_bounds, overloaded_llcs, widen, Class, Move, MoveKind, Policy, PolicyConfig, TaskView,
+    AUTO_START, REPEAT_ROUNDS,
 };
 
 /// Two LLCs: CPUs 0-3 and 4-7.
@@ -16,14 +17,18 @@ const INIT: ClassBounds = ClassBounds {
     middle_min: 100,
 };
 
-fn policy(max_moves: usize) -> Policy {
-    Policy::new(PolicyConfig {
+fn config(max_moves: usize) -> PolicyConfig {
+    PolicyConfig {
         low_load_pct: 50.0,
         high_load_pct: 90.0,
         release_after_ms: 1000,
         max_moves,
-        init_bounds: INIT,
-    })
+        init_bounds: Some(INIT),
+    }
+}
+
+fn policy(max_moves: usize) -> Policy {
+    Policy::new(config(max_moves))
 }
 
 fn task(tid: i32, intens: u32, irq_cpu: i32, cpu: i32) -> TaskView {
@@ -264,7 +269,8 @@ fn a_move_is_not_repeated_within_repeat_rounds() {
 fn overload_raises_the_lowest_running_class_and_relaxes_back() {
     let mut p = policy(4);
     let hot = loads(&[(1, 99.0)]);
-    // Lowest class on CPU 1 is middle: middle_min rises by a quarter per round.
+    // Lowest class on CPU 1 is middle: middle_min rises by a quarter per round (v + v / 4,
+    // integer): 100, 125, 156, ...
     let mid = [task(1, 5000, 1, 1), task(2, 500, 1, 1)];
     assert_eq!(
         p.round(&hot, &LLC, &mid).bounds,
@@ -274,7 +280,8 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
         }
     );
     assert_eq!(p.round(&hot, &LLC, &mid).bounds.middle_min, 156);
-    // Until task 2 (500) has dropped to low: then the lowest class there is low, and it stops.
+    // ... 195, 243, 303, 378, 472, and then not to 590 but to 500: the middle class keeps a
+    // factor of 2 (high_min / 2 = 500). Task 2 (500) stays middle, however long it lasts.
     for _ in 0..50 {
         p.round(&hot, &LLC, &mid);
     }
@@ -282,41 +289,39 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
         p.bounds(),
         ClassBounds {
             high_min: 1000,
-            middle_min: 590
+            middle_min: 500
         }
     );
-    // A middle task just under high_min: the boundary stops below high_min.
+    assert_eq!(p.bounds().class_of(500), Class::Middle);
+    // A middle task just under high_min: the boundary stops at high_min / 2 as well.
     let top = [task(1, 5000, 1, 1), task(2, 999, 1, 1)];
-    assert_eq!(
-        settled(&hot, &top),
-        ClassBounds {
-            high_min: 1000,
-            middle_min: 999
-        }
-    );
+    assert_eq!(settled(&hot, &top).middle_min, 500);
 
     // Only high-class tasks there: high_min rises, but never past 3/4 of the most intensive
-    // task's intensiveness, so that task keeps its class however long the overload lasts.
+    // task's intensiveness (3/4 of 5000 = 3750), so that task keeps its class however long the
+    // overload lasts.
     let high = [task(1, 5000, 1, 1), task(2, 4000, 1, 1)];
     assert_eq!(policy(4).round(&hot, &LLC, &high).bounds.high_min, 1250);
     let b = settled(&hot, &high);
     assert_eq!(b.high_min, 3750);
     assert_eq!(b.class_of(4000), Class::High);
-    // Two high-class tasks far apart: the less intensive one drops (to middle, then on to low
-    // as middle becomes the lowest class there), the more intensive one never does.
+    // Two high-class tasks far apart: high_min goes 1000, 1250, 1562 (past 1500): task 2 is
+    // middle now, the lowest class there, so middle_min rises, up to 1562 / 2 = 781. The less
+    // intensive task dropped one class; the more intensive one never does.
     let b = settled(&hot, &[task(1, 8000, 1, 1), task(2, 1500, 1, 1)]);
     assert_eq!(
         b,
         ClassBounds {
             high_min: 1562,
-            middle_min: 1561
+            middle_min: 781
         }
     );
-    assert_eq!(b.class_of(1500), Class::Low);
+    assert_eq!(b.class_of(1500), Class::Middle);
     assert_eq!(b.class_of(8000), Class::High);
-    // The most intensive tasks possible: high_min stops at 3/4 of 10^6.
+    // The most intensive tasks possible: high_min stops at 10^6 / 2 (3/4 of 10^6 would leave
+    // the high class narrower than a factor of 2).
     let max = [task(1, 1_000_000, 1, 1), task(2, 1_000_000, 1, 1)];
-    assert_eq!(settled(&hot, &max).high_min, 750_000);
+    assert_eq!(settled(&hot, &max).high_min, 500_000);
     // A single network task on the overloaded CPU: nothing contends, nothing moves, however
     // long the overload lasts (a lone bulk sender lost class high that way in t_table3).
     for lone in [task(1, 800, 1, 1), task(1, 5000, 1, 1)] {
@@ -345,6 +350,130 @@ fn overload_raises_the_lowest_running_class_and_relaxes_back() {
         prev = b;
     }
     assert_eq!(p.bounds(), INIT);
+}
+
+/// Rounds until @p's boundaries are back at INIT under @loads and @tasks, at most 100.
+fn rounds_to_init(p: &mut Policy, loads: &[f64], tasks: &[TaskView]) -> usize {
+    (1..=100)
+        .find(|_| p.round(loads, &LLC, tasks).bounds == INIT)
+        .unwrap_or(usize::MAX)
+}
+
+#[test]
+fn a_raised_boundary_comes_back_whatever_else_is_busy() {
+    // Raise middle_min to its cap (500, see above) with two tasks on overloaded CPU 1.
+    let mid = [task(1, 5000, 1, 1), task(2, 500, 1, 1)];
+    let raise = |p: &mut Policy| {
+        for _ in 0..20 {
+            p.round(&loads(&[(1, 99.0)]), &LLC, &mid);
+        }
+        assert_eq!(p.bounds().middle_min, 500);
+    };
+    // Relaxing from 500 to 100: the distance 400 shrinks by a quarter (at least 1) per round,
+    // 400, 300, 225, 169, 127, 96, 72, 54, 41, 31, 24, 18, 14, 11, 9, 7, 6, 5, 4, 3, 2, 1, 0:
+    // 22 rounds.
+    const BACK: usize = 22;
+    // The overload ends, and an unrelated CPU hog keeps CPU 6 at 100% (no network task there).
+    let mut p = policy(4);
+    raise(&mut p);
+    let hog = loads(&[(6, 100.0)]);
+    assert_eq!(rounds_to_init(&mut p, &hog, &mid[..1]), BACK);
+    // The overload ends, and a lone receiver keeps its own IRQ CPU 1 at 100%.
+    let mut p = policy(4);
+    raise(&mut p);
+    let lone = [task(1, 5000, 1, 1), task(2, 500, 1, 3)];
+    assert_eq!(rounds_to_init(&mut p, &loads(&[(1, 100.0)]), &lone), BACK);
+    // While the overload lasts, nothing comes back.
+    let mut p = policy(4);
+    raise(&mut p);
+    assert_eq!(
+        rounds_to_init(&mut p, &loads(&[(1, 99.0)]), &mid),
+        usize::MAX
+    );
+}
+
+#[test]
+fn auto_bounds_follow_the_most_intensive_task() {
+    // A bulk receiver reading 64 KiB per call: 1, 10, 100 Gbit/s make 125e6 / 65536 = 1907,
+    // 19073 and 190734 calls/s. Boundaries at top / 4 and top / 64.
+    assert_eq!(
+        auto_bounds(1907),
+        ClassBounds {
+            high_min: 476,
+            middle_min: 29
+        }
+    );
+    assert_eq!(
+        auto_bounds(19073),
+        ClassBounds {
+            high_min: 4768,
+            middle_min: 298
+        }
+    );
+    assert_eq!(
+        auto_bounds(190734),
+        ClassBounds {
+            high_min: 47683,
+            middle_min: 2980
+        }
+    );
+    // A light flow of 100 calls/s beside each bulk flow: middle at 1 Gbit/s, low above; the
+    // bulk flow is high everywhere.
+    for (top, light) in [
+        (1907, Class::Middle),
+        (19073, Class::Low),
+        (190734, Class::Low),
+    ] {
+        let b = auto_bounds(top);
+        assert_eq!(b.class_of(top), Class::High);
+        assert_eq!(b.class_of(100), light, "top {top}");
+    }
+    // Tiny rates still give three classes, each at least a factor of 2 wide.
+    assert_eq!(
+        auto_bounds(10),
+        ClassBounds {
+            high_min: 4,
+            middle_min: 2
+        }
+    );
+    assert_eq!(
+        widen(ClassBounds {
+            high_min: 1000,
+            middle_min: 900
+        })
+        .middle_min,
+        500
+    );
+}
+
+#[test]
+fn auto_bounds_in_the_policy_start_at_the_first_task_and_decay_slowly() {
+    let mut p = Policy::new(PolicyConfig {
+        init_bounds: None,
+        ..config(4)
+    });
+    assert_eq!(p.bounds(), AUTO_START);
+    let idle = loads(&[]);
+    // The first round with a task: straight to top / 4, top / 64.
+    let bulk = [task(1, 6400, 1, 1), task(2, 100, 5, 5)];
+    assert_eq!(
+        p.round(&idle, &LLC, &bulk).bounds,
+        ClassBounds {
+            high_min: 1600,
+            middle_min: 100
+        }
+    );
+    // The bulk task stops: the top falls a quarter of the way to the next task per round
+    // (6400 -> 4825 -> 3644 ...), and the boundaries relax toward the new values, a quarter
+    // of the way per round: high_min 1600 -> 1600 - (1600 - 4825 / 4 = 1206) / 4 = 1502.
+    let light = [task(2, 100, 5, 5)];
+    assert_eq!(p.round(&idle, &LLC, &light).bounds.high_min, 1502);
+    for _ in 0..200 {
+        p.round(&idle, &LLC, &light);
+    }
+    // In the end the light task is the top one, class high on its own.
+    assert_eq!(p.bounds(), auto_bounds(100));
+    assert_eq!(p.bounds().class_of(100), Class::High);
 }
 
 // ---- /proc/stat ----

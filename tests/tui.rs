@@ -71,6 +71,8 @@ fn snapshot(scale: u64, nr_irq_changes: u64) -> Snapshot {
             max_moves: 4,
             round_max: 3,
             loads: vec![10.0, 95.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.4],
+            nr_tasks: 2,
+            round_us: 250,
         },
     }
 }

@@ -245,6 +245,24 @@ pub static STATS: &[StatDesc] = &[
         "count",
         "placements that found an agent move pending but the round's --max-migrations spent"
     ),
+    stat!(
+        miami_stat_MIAMI_STAT_TARGET_EXPIRED,
+        "target_expired",
+        "count",
+        "agent targets dropped: older than 10 rounds, the IRQ CPU moved, or the overload ended"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_NET_MIGRATIONS,
+        "net_migrations",
+        "count",
+        "network tasks that started running on another CPU than last time (all causes)"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_REP_CLOSED,
+        "rep_closed",
+        "count",
+        "tasks that closed their representative connection"
+    ),
 ];
 
 /// Counter values indexed by stat id.
@@ -413,7 +431,22 @@ pub static DERIVED: &[FieldDesc] = &[
         U64,
         "count",
         Gauge,
-        "cap on agent moves per round (--max-migrations)"
+        "cap on agent moves (targets) applied per round (--max-migrations); wakeup placement \
+         and idle stealing move network tasks too: net_migrations counts every move"
+    ),
+    field!(
+        "nr_net_tasks",
+        U64,
+        "count",
+        Gauge,
+        "network tasks the agent saw in its last round (every one, not only the top rows)"
+    ),
+    field!(
+        "agent_round_us",
+        U64,
+        "us",
+        Gauge,
+        "wall time of the agent's last round: read loads and tasks, decide, write moves"
     ),
     field!(
         "nr_irq_changes",
@@ -450,15 +483,22 @@ pub static TASK_FIELDS: &[FieldDesc] = &[
         I64,
         "cpu",
         None,
-        "receive IRQ CPU of its most intensive connection (-1: none)"
+        "IRQ CPU it is placed near: its representative connection's, else the one most of its \
+         calls had (-1: none, e.g. loopback only)"
     ),
-    field!("cpu", I64, "cpu", None, "CPU it last ran on"),
+    field!(
+        "cpu",
+        I64,
+        "cpu",
+        None,
+        "CPU of its last call seen (the table is written at most once per window)"
+    ),
     field!(
         "nic",
         Str,
         "name",
         None,
-        "interface of its most intensive connection (-: unknown; ifN@NS: index N in namespace NS)"
+        "interface of that IRQ CPU's connection (-: unknown; ifN@NS: index N in namespace NS)"
     ),
     field!(
         "age_ms",

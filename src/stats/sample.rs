@@ -25,13 +25,16 @@ pub struct Snapshot {
     pub agent: AgentState,
 }
 
-/// What the agent reports: its cap, its busiest round, the last per-CPU loads.
+/// What the agent reports: its cap, its busiest round, the last per-CPU loads, how many
+/// network tasks it saw and what its last round cost.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentState {
     pub max_moves: u64,
     pub round_max: u64,
     /// Busy percent per CPU over the last round.
     pub loads: Vec<f64>,
+    pub nr_tasks: u64,
+    pub round_us: u64,
 }
 
 /// One row of the per-CPU table (`CPU_FIELDS`).
@@ -52,6 +55,8 @@ pub struct Sample {
     pub nr_irq_changes: u64,
     pub policy_round_max: u64,
     pub max_migrations: u64,
+    pub nr_net_tasks: u64,
+    pub agent_round_us: u64,
     pub tasks: Vec<TaskRow>,
     pub cpus: Vec<CpuRow>,
 }
@@ -74,6 +79,8 @@ impl Sampler {
             nr_irq_changes: snap.nr_irq_changes,
             policy_round_max: snap.agent.round_max,
             max_migrations: snap.agent.max_moves,
+            nr_net_tasks: snap.agent.nr_tasks,
+            agent_round_us: snap.agent.round_us,
             tasks: snap.tasks.clone(),
             cpus: (0..snap.nr_cpus)
                 .map(|cpu| CpuRow {
@@ -100,6 +107,8 @@ impl Sample {
             "nr_irq_changes" => self.nr_irq_changes.into(),
             "policy_round_max" => self.policy_round_max.into(),
             "max_migrations" => self.max_migrations.into(),
+            "nr_net_tasks" => self.nr_net_tasks.into(),
+            "agent_round_us" => self.agent_round_us.into(),
             _ => unreachable!("DERIVED field {name} has no value"),
         }
     }
@@ -150,6 +159,8 @@ impl Sample {
             nr_irq_changes: u64_of("nr_irq_changes")?,
             policy_round_max: u64_of("policy_round_max")?,
             max_migrations: u64_of("max_migrations")?,
+            nr_net_tasks: u64_of("nr_net_tasks")?,
+            agent_round_us: u64_of("agent_round_us")?,
             tasks: serde_json::from_value(rows("tasks")?).context("stats: tasks")?,
             cpus: serde_json::from_value(rows("cpus")?).context("stats: cpus")?,
         };
@@ -168,13 +179,15 @@ impl Sample {
     pub fn report(&self, interval_s: f64) -> String {
         format!(
             "--- stats (delta over {interval_s:.1} s)\n{}classes high>={} middle>={}\n\
-             agent: most moves in one round {} (cap {})\n\
+             agent: most moves in one round {} (cap {}), {} network tasks, last round {} us\n\
              irq_cpus {} (changes since start: {})\n{}",
             self.counters.report(),
             self.class_high_min,
             self.class_middle_min,
             self.policy_round_max,
             self.max_migrations,
+            self.nr_net_tasks,
+            self.agent_round_us,
             format_cpu_list(&self.irq_cpus),
             self.nr_irq_changes,
             format_tasks(&self.tasks)

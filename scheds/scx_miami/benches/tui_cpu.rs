@@ -56,6 +56,8 @@ fn snapshot(round: u64, nr_cpus: usize) -> Snapshot {
             loads: (0..nr_cpus)
                 .map(|c| ((c as u64 * 13 + round * 7) % 100) as f64)
                 .collect(),
+            nr_tasks: nr_cpus as u64,
+            round_us: 100 + round % 50,
         },
     }
 }

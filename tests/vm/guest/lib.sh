@@ -327,8 +327,9 @@ receivers_run() {
 		((i < na)) || ip=$ADDR_B_SRV
 		# Clients run much longer than SECS, and are killed below: under TCG they connect
 		# seconds apart, and with a hog on every CPU the probe's Python once took over 30 s
-		# to start, after every stream had ended (t_place_hogs measured nothing).
-		iperf_client_bg "/tmp/$label-cl$i.out" cli "$ip" $((5201 + i)) $((secs + 120)) "$@"
+		# to start, after every stream had ended (t_place_hogs measured nothing). An hour, so
+		# that no machine is slow enough to see them end.
+		iperf_client_bg "/tmp/$label-cl$i.out" cli "$ip" $((5201 + i)) 3600 "$@"
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	# Measure only once every receiver has its stream thread (iperf3 >= 3.16: one per stream).

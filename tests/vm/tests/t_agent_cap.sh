@@ -6,11 +6,13 @@
 # --high-load-pct 60, so every 100 ms round the agent wants to shed tasks and raise a class
 # boundary. With --max-migrations 1, BPF applies at most one move per round (policy_round_max,
 # counted where moves are applied) and some moves are applied at all; with --max-migrations 0
-# none is applied, and the boundaries still move. --class-bounds 5000,100 keeps the senders
-# (1000-2500 calls/s under TCG) in class middle, so the boundary that moves is middle's lower
-# one: it may rise to 3/4 of the most intensive sender on the most loaded CPU, far above 100.
-# (With 2000,1000 some senders were class high and 3/4 of the top stayed below 1000: no room to
-# move, and in one run it did not.)
+# none is applied, and the boundaries still move. --class-bounds 25000,100 keeps the senders
+# in class middle on any machine: a 50 us delay caps each at 20000 calls/s (pacer paces to
+# absolute deadlines), and under TCG they reach 1000-2500, far above 100. So the boundary that
+# moves is middle's lower one: it may rise to 3/4 of the most intensive sender on the most
+# loaded CPU. (With 2000,1000 some senders were class high and 3/4 of the top stayed below
+# 1000: no room to move, and in one run it did not; 5000,100 would do the same on a machine
+# twice as fast.)
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -22,7 +24,7 @@ sleep 0.5
 run_load() {
 	local pids=() i
 	sched_start --stats 1 --interval-ms 100 --max-migrations "$1" --low-load-pct 40 \
-		--high-load-pct 60 --class-bounds 5000,100
+		--high-load-pct 60 --class-bounds 25000,100
 	for i in 1 2 3 4 5; do
 		"$PACER" send "$ADDR_A_CLI" 7001 50 6 64 >/dev/null &
 		pids+=($!)

@@ -17,7 +17,7 @@
 #     CPU at that moment) over the last 40 s: >= 80% of the receivers' runtime in core+cache.
 # EEVDF first, as the baseline: the same, with a first irqbalance for 20 s; then the IRQs go
 # back to CPU 7 and the scheduler starts before the second irqbalance, so that it sees the
-# moves. Class bounds scaled to TCG as in t_repin (--class-bounds 100,50).
+# moves. Class bounds scaled to TCG as in t_repin (--class-bounds 20,10).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -58,7 +58,7 @@ wait "$IB" || true
 
 pin_irq "$IRQ_A" 7
 pin_irq "$IRQ_B" 7
-sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 100,50
+sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 20,10
 # The follow check runs for 60 s, from before irqbalance starts.
 python3 - "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
 import subprocess, sys, time
@@ -98,7 +98,11 @@ if lag_open is not None:
 print(f"moves {moves} worst_ms {worst:.0f} late_samples {late} final_sched {sched} final_actual {cur}")
 PY
 follow=$!
-sleep 2
+# irqbalance may move the IRQs only once, right at its start: the follower must have read the
+# IRQ map first (its Python and monitor start slowly in a loaded guest; a fixed sleep was
+# sized for one machine's speed).
+for ((i = 0; i < 300; i++)); do grep -q '^start actual' /tmp/follow.txt && break; sleep 0.1; done
+sleep 0.5
 irqbalance_start /tmp/irqbalance.log
 t_start=$SECONDS
 sleep 15

@@ -17,7 +17,7 @@ hog_ms() { # "pid runtime_ms" of each stress-ng worker
 	done | sort
 }
 run() {
-	bg stress-ng --cpu 8 --timeout 300 --quiet
+	bg stress-ng --cpu 8 --timeout 0 --quiet # killed below, however long the runs take
 	local hogs=$BG_PID t0 t1
 	HOG_PARENT=$hogs
 	for i in $(seq 100); do (($(pgrep -c -P "$hogs") >= 8)) && break; sleep 0.1; done

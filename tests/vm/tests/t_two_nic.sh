@@ -78,9 +78,11 @@ grep -E '^.*(RFS|RPS) ' "$SCHED_LOG" | sed 's/^/  | /'
 check_eq "log: RFS detected" "$(grep -c 'RFS is on (net.core.rps_sock_flow_entries = 4096)' "$SCHED_LOG")" 1
 check_eq "log: RPS on $NIC_B rx-0 detected" "$(grep -c "RPS on $NIC_B rx-0 (rps_cpus 0*f)" "$SCHED_LOG")" 1
 
-check_ge "as is: segments counted" "$(awk '{ print $1 + $2 }' <<<"$rx_plain")" 1000
+# At least 200 segments in 3 s of bulk (1500-2500 seen here): enough that a share means
+# something and an empty nic_cpus map fails, with room for a machine several times slower.
+check_ge "as is: segments counted" "$(awk '{ print $1 + $2 }' <<<"$rx_plain")" 200
 check_le "as is: % of segments processed off NIC B's IRQ CPU" "$(off_pct "$rx_plain")" 20
-check_ge "RPS: segments counted" "$(awk '{ print $1 + $2 }' <<<"$rx_rps")" 1000
+check_ge "RPS: segments counted" "$(awk '{ print $1 + $2 }' <<<"$rx_rps")" 200
 check_ge "RPS: % of segments processed off NIC B's IRQ CPU" "$(off_pct "$rx_rps")" 90
 check_ge "bulk over A: core+cache % of CPU 1 (EEVDF $(jget /tmp/eevdf.json "$cc")%)" \
 	"$(jget /tmp/bulk-a.json "$cc")" 80

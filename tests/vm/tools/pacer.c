@@ -6,11 +6,11 @@
  *   pacer sink PORT                     accept connections, read each until EOF (one child per
  *                                       connection)
  *   pacer send HOST PORT DELAY_US SECS [SIZE] [QUIET_SECS]
- *                                       connect, then for SECS: send SIZE bytes (default 1024),
- *                                       busy-wait DELAY_US (0 = bulk); then, if QUIET_SECS is
- *                                       given, stay that long without sending but keep working
- *                                       and waking up (200 us of CPU, 500 us asleep, repeated):
- *                                       a task that stopped communicating, for the release test
+ *                                       connect, then for SECS: send SIZE bytes (default 1024)
+ *                                       every DELAY_US (0 = bulk); then, if QUIET_SECS is given,
+ *                                       stay that long without sending but keep working and
+ *                                       waking up (1 ms of CPU, 500 us asleep, repeated): a task
+ *                                       that stopped communicating, for the release test
  *   pacer send2 HOST1 PORT1 HOST2 PORT2 SLOW_US SECS
  *                                       one thread, two connections: bulk 1024-byte sends on the
  *                                       first, and one 64-byte send on the second every SLOW_US
@@ -19,8 +19,11 @@
  * PACER_SLEEP=1 in the environment makes `send` sleep DELAY_US instead of busy-waiting: paced by
  * the kernel's timers (which overshoot under TCG), but not CPU-bound.
  *
- * The delay is a busy-wait on CLOCK_MONOTONIC: TCG guest timers overshoot by ~1 ms, so sleeping
- * would not pace. At the end of the sending phase `send` prints one line to stdout:
+ * The delay is a busy-wait on CLOCK_MONOTONIC toward absolute deadlines (start + n * DELAY_US):
+ * the rate is 10^6 / DELAY_US whenever the machine keeps up, whatever a send() costs, so a test
+ * gets the same rate on a fast and on a slow machine; a machine that cannot keep up sends back
+ * to back (never in a burst to catch up: a deadline more than one delay late restarts from now).
+ * TCG guest timers overshoot by ~1 ms, so sleeping would not pace. At the end of the sending phase `send` prints one line to stdout:
  *   pacer: tid T calls N mean_interval_us X intens Y
  * where X is the measured mean time between the starts of two send() calls and Y = 10^6 / X
  * clamped to 1..10^6, the paper's intensiveness for the interval really achieved.
@@ -98,7 +101,7 @@ static int connect_to(const char *host, int port)
 static int send_paced(const char *host, int port, double delay_us, double secs, size_t size,
 		      double quiet_secs)
 {
-	double start, end, first = 0, last = 0, intv, intens;
+	double start, end, next, first = 0, last = 0, intv, intens;
 	unsigned long calls = 0;
 	char *buf = calloc(1, size);
 	const char *env = getenv("PACER_SLEEP");
@@ -109,6 +112,7 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 		return 1;
 	start = now_us();
 	end = start + secs * 1e6;
+	next = start;
 	while ((last = now_us()) < end) {
 		if (!calls)
 			first = last;
@@ -117,10 +121,12 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 			return 1;
 		}
 		calls++;
-		if (delay_us > 0 && sleep_mode)
+		if (delay_us > 0 && sleep_mode) {
 			usleep(delay_us);
-		else if (delay_us > 0)
-			busy_until(now_us() + delay_us);
+		} else if (delay_us > 0) {
+			next = (next < now_us() - delay_us ? now_us() : next) + delay_us;
+			busy_until(next);
+		}
 	}
 	intv = calls > 1 ? (last - first) / (calls - 1) : 1e6;
 	intens = 1e6 / (intv < 1 ? 1 : intv > 1e6 ? 1e6 : intv);
@@ -128,7 +134,7 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 	       intv, intens);
 	fflush(stdout);
 	for (end = now_us() + quiet_secs * 1e6; now_us() < end;) {
-		busy_until(now_us() + 200);
+		busy_until(now_us() + 1000);
 		usleep(500);
 	}
 	close(s);
