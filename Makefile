@@ -6,7 +6,7 @@ export BPF_CLANG ?= clang-19
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 BIN := target/release/scx_miami
-TOOLS := target/tools/pacer
+TOOLS := target/tools/pacer target/tools/shapes
 
 .PHONY: all deps build test demo bench host-test vm-test clean docs
 
@@ -23,6 +23,10 @@ build: deps
 target/tools/pacer: tests/vm/tools/pacer.c
 	@mkdir -p $(@D)
 	gcc -O2 -Wall -Werror -o $@ $<
+
+target/tools/shapes: tests/vm/tools/shapes.c
+	@mkdir -p $(@D)
+	gcc -O2 -Wall -Werror -pthread -o $@ $<
 
 # fmt, clippy, host tests, then the VM suite on every kernel of the matrix (the BPF verifier runs
 # there); ends with "N passed, N failed".

@@ -98,6 +98,7 @@ enum miami_stat {
 	MIAMI_STAT_TARGET_EXPIRED,	/* agent targets dropped: lifetime over, or reason gone */
 	MIAMI_STAT_NET_MIGRATIONS,	/* a network task started running on another CPU than before */
 	MIAMI_STAT_REP_CLOSED,		/* a task closed its representative connection */
+	MIAMI_STAT_PROBE_MISSED,	/* calls not counted: no socket or task storage to be had */
 	MIAMI_NR_STATS,
 };
 

@@ -11,9 +11,10 @@
  *
  * 1. Intensiveness. The paper keeps a "history of recent communication intervals" per
  * connection and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We take "recent"
- * as a time window (rate_note()): the mean interval over the calls of the last window of
+ * as windows of time (rate_note()): the mean interval over the calls of a window of
  * intens_win_ns (100 ms), i.e. window length / calls in it, closed by the first call after the
- * window has passed. A window with one call gives that call's interval, so a slow connection is
+ * window has passed, and averaged with the windows before, halving their weight each time
+ * (rate_close()). A window with one call gives that call's interval, so a slow connection is
  * measured by its own gaps. Why not the last N intervals: traffic is bursty (a sender blocks on
  * a full socket buffer, a receiver waits for the next burst), so N consecutive intervals are
  * either all short or contain one long gap, and a snapshot of them swings by 10x; a window of
@@ -46,13 +47,15 @@
  * connections, and sched_ext places tasks. The task keeps:
  *  - its representative connection: a connection with a rate takes over when there is none,
  *    when the representative is no longer live (closed by this task, see the tcp_close probe,
- *    or quiet for more than 4 of its own mean intervals plus 1 ms), or when it is clearly more
- *    intensive: by more than a quarter. Hysteresis, because a proxy relaying one connection into
- *    another at one rate has two equally intensive connections, often on different NICs and
- *    LLCs; "at least as intensive" handed the task back and forth on nearly every call;
+ *    or quiet for longer than 4 of its own mean intervals or one window), or when it is
+ *    clearly more intensive: by more than a quarter. Hysteresis, because a proxy relaying one
+ *    connection into another at one rate has two equally intensive connections, often on
+ *    different NICs and LLCs; "at least as intensive" handed the task back and forth on nearly
+ *    every call;
  *  - the rate of all its calls, on any connection (task_ctx.all);
  *  - a majority vote over the IRQ CPUs of its calls (vote_cpu/vote_cnt, capped at VOTE_MAX, so
- *    a new majority wins within a few calls).
+ *    a new majority wins within a few calls; a silence of one window starts a new vote, so a
+ *    task that comes back on another NIC follows it at its first call).
  * From them, at each call: intens = the larger of the live representative's and the all-calls
  * rate; irq_cpu = the live representative's, else the vote. The paper's representative assumes
  * connections that live long enough to have a rate. A server whose connections carry one
@@ -63,12 +66,12 @@
  * from the representative when there is one, because the vote flips between two equally used
  * connections (the proxy) where the representative holds.
  *
- * Accepted races: two threads calling on one socket at once may interleave their updates of
- * sock_ctx; a lost increment costs one call in one window, and the window restarts from scratch
- * when it closes, so nothing accumulates. The clock is read after the storage lookup, and a
- * window that another thread moved past our clock reading only counts our call: without that a
- * negative elapsed time read as a huge one and the rate as 1. A task's task_ctx is written only
- * by the task itself.
+ * Races: two threads calling on one socket at once (a sender and a receiver thread) update its
+ * window with atomics (rate_note_shared()): a call is counted once and a window closed once. The
+ * clock is read after the storage lookup, and a window that another thread moved past our clock
+ * reading only counts our call: without that a negative elapsed time read as a huge one and the
+ * rate as 1. Other sock_ctx fields (IRQ CPU, interface) are last-writer-wins, which is what they
+ * mean. A task's task_ctx is written only by the task itself, with plain stores.
  */
 #include "miami.bpf.h"
 
@@ -159,6 +162,23 @@ static __always_inline u32 intens_of(u64 elapsed_ns, u32 calls)
 }
 
 /*
+ * The rate of a window of @elapsed_ns that just closed with @calls intervals, averaged with @old,
+ * the rate so far: halves, so the windows before weigh 1/4, 1/8, ... (the paper's "history of
+ * recent intervals"). One window of 100 ms holds a few calls under TCG, whose vCPUs run in
+ * bursts, and swung by 2x either way; two equal connections then looked "clearly" different. A
+ * window that held a long silence (over two windows) starts afresh: a task that stopped sending
+ * is not averaged with its past.
+ */
+static __always_inline u32 rate_close(u32 old, s64 elapsed, u32 calls)
+{
+	u32 now_rate = intens_of(elapsed, calls);
+
+	if (!old || elapsed > 2 * (s64)intens_win_ns)
+		return now_rate;
+	return (old + now_rate) / 2;
+}
+
+/*
  * Count a call at @now in @w and close its window when it is over. Another thread may have
  * moved the window past @now since we read the clock (section "Accepted races"): then the call
  * only counts.
@@ -175,7 +195,7 @@ static __always_inline void rate_note(struct rate_win *w, u64 now)
 	w->win_calls++;
 	elapsed = now - w->win_start_ns;
 	if (elapsed >= (s64)intens_win_ns) {
-		w->intens = intens_of(elapsed, w->win_calls);
+		w->intens = rate_close(w->intens, elapsed, w->win_calls);
 		w->win_start_ns = now;
 		w->win_calls = 0;
 	}
@@ -183,16 +203,51 @@ static __always_inline void rate_note(struct rate_win *w, u64 now)
 		w->last_ns = now;
 }
 
-/* Is the representative connection still live: not closed, and not quiet for longer than 4 of
- * its own mean intervals (4 * 10^6 / intens us, in ns) plus 1 ms? */
+/*
+ * rate_note() for a window that several threads update at once (a socket): the call is counted
+ * with an atomic add, and only the thread whose compare-and-swap moves the window's start closes
+ * it, taking the calls counted so far with an atomic exchange. A call counted between the two
+ * lands in the closing window instead of the next: one call off, never a window counted twice
+ * (plain updates did that, and a row read 2x the true rate).
+ */
+static __always_inline void rate_note_shared(struct rate_win *w, u64 now)
+{
+	u64 start = w->win_start_ns;
+	s64 elapsed;
+	u32 calls;
+
+	if (!w->last_ns) {
+		w->win_start_ns = now;
+		w->last_ns = now;
+		return;
+	}
+	__sync_fetch_and_add(&w->win_calls, 1);
+	elapsed = now - start;
+	if (elapsed >= (s64)intens_win_ns &&
+	    __sync_val_compare_and_swap(&w->win_start_ns, start, now) == start) {
+		calls = __sync_lock_test_and_set(&w->win_calls, 0);
+		w->intens = rate_close(w->intens, elapsed, calls);
+	}
+	if ((s64)(now - w->last_ns) > 0)
+		w->last_ns = now;
+}
+
+/*
+ * Is the representative connection still live: not closed, and not quiet for longer than 4 of
+ * its own mean intervals (4 * 10^6 / intens us, in ns) or one window, whichever is longer, plus
+ * 1 ms? Its rate comes from windows, so a pause shorter than one says nothing; under TCG a
+ * relay's connections paused 25 ms often enough to swap them 38 times in 6 s.
+ */
 static __always_inline bool rep_live(const struct task_ctx *taskc, u64 now)
 {
 	u64 quiet_ns;
 
 	if (!taskc->rep_cookie || !taskc->rep_intens)
 		return false;
-	quiet_ns = 4000000000ULL / taskc->rep_intens + 1000000;
-	return (s64)(now - taskc->rep_last_ns) <= (s64)quiet_ns;
+	quiet_ns = 4000000000ULL / taskc->rep_intens;
+	if (quiet_ns < intens_win_ns)
+		quiet_ns = intens_win_ns;
+	return (s64)(now - taskc->rep_last_ns) <= (s64)(quiet_ns + 1000000);
 }
 
 /* Make @sockc's connection @taskc's representative if it should be (section 3). */
@@ -257,8 +312,10 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 
 	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0,
 				     BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!taskc)
+	if (!taskc) {
+		stat_inc(MIAMI_STAT_PROBE_MISSED);
 		return;
+	}
 	if (!taskc->last_comm_ns) {
 		taskc->irq_cpu = MIAMI_NO_CPU;
 		taskc->rep_irq = MIAMI_NO_CPU;
@@ -266,6 +323,9 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 		taskc->target_cpu = MIAMI_NO_CPU;
 		taskc->tier = MIAMI_TIER_NONE;
 	}
+	/* After a silence the old majority says nothing about where the next calls come from. */
+	if (now - taskc->last_comm_ns > intens_win_ns)
+		taskc->vote_cnt = 0;
 	taskc->last_comm_ns = now;
 	rate_note(&taskc->all, now);
 	vote_irq(taskc, sockc->irq_cpu);
@@ -286,8 +346,10 @@ static __always_inline void note_call(struct sock *sk)
 	u64 now;
 
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!sockc)
+	if (!sockc) {
+		stat_inc(MIAMI_STAT_PROBE_MISSED);
 		return;
+	}
 	now = bpf_ktime_get_ns();
 	if (!sockc->rate.last_ns) {
 		sockc->cookie = bpf_get_socket_cookie(sk);
@@ -295,7 +357,10 @@ static __always_inline void note_call(struct sock *sk)
 		sockc->rx_cpu = MIAMI_NO_CPU;
 		stat_inc(MIAMI_STAT_SOCKS_TRACKED);
 	}
-	rate_note(&sockc->rate, now);
+	/* Until the receive probe has seen a segment: the interface the connection was set up on. */
+	if (!sockc->ifindex)
+		sockc->ifindex = sk->sk_rx_dst_ifindex;
+	rate_note_shared(&sockc->rate, now);
 	sockc->irq_cpu = sockc->ifindex == LOOPBACK_IFINDEX ? MIAMI_NO_CPU :
 			 sk->__sk_common.skc_incoming_cpu;
 

@@ -59,7 +59,7 @@ fi
 
 pkgs=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make qemu-system-x86 qemu-utils kmod
       virtiofsd udev busybox-static iperf3 netperf sockperf sysstat stress-ng ethtool iproute2
-      irqbalance tmux python3 python3-venv gcc libc6-dev)
+      irqbalance tmux python3 python3-venv gcc libc6-dev lighttpd apache2-utils)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -68,8 +68,9 @@ if ((${#missing[@]})); then
 	log "installing from trixie: ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie \
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
-	# irqbalance must not run on the host: the VM tests start it inside guests only.
-	systemctl disable --now irqbalance >/dev/null 2>&1 || true
+	# irqbalance and lighttpd must not run on the host: the VM tests start them inside guests
+	# only (the packages enable their services where systemd runs).
+	systemctl disable --now irqbalance lighttpd >/dev/null 2>&1 || true
 fi
 
 # --- virtme-ng ------------------------------------------------------------------------------

@@ -446,6 +446,20 @@ fn policy_view_shows_bounds_shares_irq_map() {
         text.contains("no policy moves / cap fields in these stats"),
         "{text}"
     );
+    // The first read of a client: counters since start, net_migrations = (id + 1) * 1, over a
+    // refresh of 1 s; agent fields as the snapshot says.
+    let id = STATS
+        .iter()
+        .find(|s| s.name == "net_migrations")
+        .unwrap()
+        .id;
+    assert!(
+        line_with(&s, "network-task migrations").contains(&format!(
+            "migrations {}.0/s (all causes), 2 network tasks, round 250 us",
+            id + 1
+        )),
+        "{text}"
+    );
     assert!(
         line_with(&s, "IRQ CPUs now").contains("1:eth0 5:eth1"),
         "{text}"

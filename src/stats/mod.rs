@@ -263,6 +263,12 @@ pub static STATS: &[StatDesc] = &[
         "count",
         "tasks that closed their representative connection"
     ),
+    stat!(
+        miami_stat_MIAMI_STAT_PROBE_MISSED,
+        "probe_missed",
+        "count",
+        "send/recv calls the monitor could not count: no socket or task storage to be had"
+    ),
 ];
 
 /// Counter values indexed by stat id.
@@ -442,7 +448,7 @@ pub static DERIVED: &[FieldDesc] = &[
         "network tasks the agent saw in its last round (every one, not only the top rows)"
     ),
     field!(
-        "agent_round_us",
+        "agent_cost_us",
         U64,
         "us",
         Gauge,

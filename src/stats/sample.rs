@@ -56,7 +56,7 @@ pub struct Sample {
     pub policy_round_max: u64,
     pub max_migrations: u64,
     pub nr_net_tasks: u64,
-    pub agent_round_us: u64,
+    pub agent_cost_us: u64,
     pub tasks: Vec<TaskRow>,
     pub cpus: Vec<CpuRow>,
 }
@@ -80,7 +80,7 @@ impl Sampler {
             policy_round_max: snap.agent.round_max,
             max_migrations: snap.agent.max_moves,
             nr_net_tasks: snap.agent.nr_tasks,
-            agent_round_us: snap.agent.round_us,
+            agent_cost_us: snap.agent.round_us,
             tasks: snap.tasks.clone(),
             cpus: (0..snap.nr_cpus)
                 .map(|cpu| CpuRow {
@@ -108,7 +108,7 @@ impl Sample {
             "policy_round_max" => self.policy_round_max.into(),
             "max_migrations" => self.max_migrations.into(),
             "nr_net_tasks" => self.nr_net_tasks.into(),
-            "agent_round_us" => self.agent_round_us.into(),
+            "agent_cost_us" => self.agent_cost_us.into(),
             _ => unreachable!("DERIVED field {name} has no value"),
         }
     }
@@ -160,7 +160,7 @@ impl Sample {
             policy_round_max: u64_of("policy_round_max")?,
             max_migrations: u64_of("max_migrations")?,
             nr_net_tasks: u64_of("nr_net_tasks")?,
-            agent_round_us: u64_of("agent_round_us")?,
+            agent_cost_us: u64_of("agent_cost_us")?,
             tasks: serde_json::from_value(rows("tasks")?).context("stats: tasks")?,
             cpus: serde_json::from_value(rows("cpus")?).context("stats: cpus")?,
         };
@@ -187,7 +187,7 @@ impl Sample {
             self.policy_round_max,
             self.max_migrations,
             self.nr_net_tasks,
-            self.agent_round_us,
+            self.agent_cost_us,
             format_cpu_list(&self.irq_cpus),
             self.nr_irq_changes,
             format_tasks(&self.tasks)

@@ -273,7 +273,7 @@ fn draw_policy(frame: &mut Frame, area: Rect, app: &App) {
     let [bounds_area, tiers_area, agent_area, irq_area] = Layout::vertical([
         Constraint::Length(8),
         Constraint::Length(5),
-        Constraint::Length(4 + extras.len().min(8) as u16),
+        Constraint::Length(5 + extras.len().min(8) as u16),
         Constraint::Min(4),
     ])
     .areas(area);
@@ -337,6 +337,16 @@ fn draw_policy(frame: &mut Frame, area: Rect, app: &App) {
         ))],
         None => vec![Line::raw("no policy moves / cap fields in these stats")],
     };
+    // Every migration of a network task, whatever moved it: --max-migrations caps only the
+    // agent's targets (net_migrations is the increase over the last refresh).
+    if let Some(mig) = m.num("net_migrations") {
+        agent.push(Line::raw(format!(
+            "network-task migrations {:.1}/s (all causes), {} network tasks, round {} us",
+            mig / app.refresh.as_secs_f64(),
+            m.num("nr_net_tasks").unwrap_or(0.0),
+            m.num("agent_cost_us").unwrap_or(0.0)
+        )));
+    }
     if extras.is_empty() {
         agent.push(Line::raw("no fields beyond the stats table"));
     }

@@ -38,6 +38,8 @@ TESTS=(
 	"t_two_nic.sh         default"
 	"t_irqbalance.sh      default"
 	"t_table3.sh          default"
+	"t_short_conn.sh      default"
+	"t_shapes.sh          default"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

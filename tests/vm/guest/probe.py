@@ -8,7 +8,7 @@ it judges EEVDF, scx_miami and peer schedulers alike.
 Usage:
   probe.py (--pids PID[,PID...] | --comm NAME) --duration SEC [--hz 200] [--irq-cpu N]
            [--irq-cpu-of PID=CPU ...] [--irq-of PID=IRQ ...] [--llc "0-3,4-7"]
-           [--probe-cpu N] [--trace [--trace-buf-kb KB]] [--json] [--out FILE]
+           [--probe-cpu N] [--trace [--runs] [--trace-buf-kb KB]] [--json] [--out FILE]
 
 Method:
   Every 1/hz s each thread of each PID (/proc/PID/task/TID, thread list refreshed every
@@ -35,6 +35,11 @@ Method with --trace (more exact; needs tracefs, fixed IRQ CPUs and --pids):
   delta the scheduler core charged to the running thread on the CPU that emitted it, so the
   shares are exact, not sampled (see replay()). "samples" is then the number of events and
   "lost_events" the ring buffer's overruns, which a test should require to be 0.
+  --runs weighs runs instead of run time: the sched_switch events that switch a thread in, on
+  the CPU they happen on ("runtime_ns" then counts runs). For a thread that runs in short
+  bursts, such as a server handling one request per wakeup, where each burst runs is what
+  placement decides, and a few runs that were charged a long time (a vCPU the host did not run
+  for a while, under TCG) must not outweigh hundreds of short ones.
 
 Tiers relative to a process's IRQ CPU c (--irq-cpu, or --irq-cpu-of PID=CPU per process):
   core  = c itself; cache = the other CPUs sharing c's LLC; other = all remaining CPUs.
@@ -226,6 +231,7 @@ def summary(acc, irq_cpu, llcs, comm):
 TRACEFS = "/sys/kernel/tracing"
 EVENT = re.compile(r"-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?\d+\.\d+: (\w+): (.*)$")
 RUNTIME = re.compile(r"pid=(\d+) runtime=(\d+)")
+NEXT = re.compile(r"next_pid=(\d+)")
 
 
 def tids_of(pid):
@@ -250,7 +256,8 @@ def trace(a, pids):
         os.mkdir(inst)
     except OSError as e:
         sys.exit(f"probe: --trace needs tracefs at {TRACEFS}: {e}")
-    ev = inst + "/events/sched/sched_stat_runtime/"
+    ev = inst + "/events/sched/" + ("sched_switch/" if a.runs else "sched_stat_runtime/")
+    key = "next_pid" if a.runs else "pid"
     tgid = {}  # tid -> pid
 
     def watch():
@@ -261,7 +268,7 @@ def trace(a, pids):
                 if t not in tgid:
                     tgid[t], new = pid, True
         if new:
-            wr(ev + "filter", " || ".join(f"pid == {t}" for t in tgid))
+            wr(ev + "filter", " || ".join(f"{key} == {t}" for t in tgid))
 
     try:
         wr(inst + "/buffer_size_kb", str(a.trace_buf_kb))
@@ -283,7 +290,7 @@ def trace(a, pids):
                     k, _, v = line.partition(":")
                     if k in ("overrun", "dropped events"):
                         lost += int(v.split()[0])
-        accs, events = replay(inst + "/trace", tgid, pids)
+        accs, events = replay(inst + "/trace", tgid, pids, a.runs)
     finally:
         try:
             wr(ev + "enable", "0")
@@ -293,8 +300,9 @@ def trace(a, pids):
     return accs, events, elapsed, lost
 
 
-def replay(path, tgid, pids):
-    """Add up the runtime events between the start and end markers per thread and CPU. The
+def replay(path, tgid, pids, runs=False):
+    """Add up the runtime events (with @runs: the switch-ins, one each) between the start and end
+    markers per thread and CPU. The
     scheduler core emits one for the running task at every tick and whenever it stops running
     (update_curr()), so their sum is the thread's sum_exec_runtime, and the CPU that emits one
     is the thread's CPU. Except when another task reads a running thread's CPU time
@@ -317,6 +325,19 @@ def replay(path, tgid, pids):
                 if m[4].startswith("miami-probe end"):
                     ended = True
                     break
+                continue
+            if runs:
+                r = NEXT.search(m[4]) if started and m[3] == "sched_switch" else None
+                if not r or int(r[1]) not in tgid:
+                    continue
+                events += 1
+                tid, cpu = int(r[1]), int(m[2])
+                acc = accs[tgid[tid]]
+                acc.threads.add(tid)
+                acc.add(cpu, 1, tid=tid)
+                if last_cpu.get(tid, cpu) != cpu:
+                    acc.migrations += 1
+                last_cpu[tid] = cpu
                 continue
             r = RUNTIME.search(m[4]) if started and m[3] == "sched_stat_runtime" else None
             if not r or int(r[1]) not in tgid:
@@ -420,6 +441,8 @@ def main():
     ap.add_argument("--spin-us", type=float, default=0)
     ap.add_argument("--trace", action="store_true",
                     help="record sched_stat_runtime in a tracefs instance instead of polling /proc")
+    ap.add_argument("--runs", action="store_true",
+                    help="with --trace: weigh each run (switch-in) instead of run time")
     ap.add_argument("--trace-buf-kb", type=int, default=8192,
                     help="per-CPU trace buffer with --trace (default 8192)")
     ap.add_argument("--threads", action="store_true",
@@ -429,6 +452,8 @@ def main():
     a = ap.parse_args()
     if a.trace and (a.irq_of or a.comm):
         ap.error("--trace takes --pids and fixed IRQ CPUs (--irq-cpu, --irq-cpu-of)")
+    if a.runs and not a.trace:
+        ap.error("--runs needs --trace")
 
     if a.probe_cpu is not None:
         os.sched_setaffinity(0, parse_cpulist(a.probe_cpu))
@@ -450,7 +475,7 @@ def main():
         lost = None
 
     res = {"duration": round(elapsed, 3), "samples": samples, "lost_events": lost,
-           "method": "trace" if a.trace else "sample",
+           "method": ("trace-runs" if a.runs else "trace") if a.trace else "sample",
            "hz": round(samples / elapsed, 1) if elapsed else 0, "llc": llcs, "pids": {}}
     total = Acc()
     total_t = {"core": 0.0, "cache": 0.0, "other": 0.0}
@@ -474,8 +499,8 @@ def main():
 
     out = sys.stderr if a.json else sys.stdout
     if a.trace:
-        print(f"probe: {res['duration']} s, {samples} runtime events, {lost} lost, llc {llcs}",
-              file=out)
+        what = "switch-ins (shares of runs, 'run ms' counts runs)" if a.runs else "runtime events"
+        print(f"probe: {res['duration']} s, {samples} {what}, {lost} lost, llc {llcs}", file=out)
     else:
         print(f"probe: {res['duration']} s, {samples} samples ({res['hz']} Hz), llc {llcs}",
               file=out)

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Issue #12 items 2, 3, 8 and 10: connections and threads of shapes that one bulk flow per
+# thread never has (tests/vm/tools/shapes.c), under one scheduler run whose stats are logged with
+# timestamps (guest/monlog.py, every 0.25 s), with default flags.
+#
+# 1. A thread that finished a bulk transfer (over NIC A: IRQ CPU 1) and then makes one short
+#    request a second over NIC B (IRQ CPU 5, an echo server in namespace cli). Its task row must
+#    name IRQ CPU 5 (or be gone: released) within --release-after-ms + one agent period + one
+#    report (1000 + 100 + 250 ms) of the end of the bulk transfer, and its runs (probe.py --trace
+#    --runs) must be at least 80% in CPU 5's LLC. Before this issue the closed bulk connection
+#    stayed its representative: every later call refreshed the task, none had a rate, so it kept
+#    IRQ CPU 1 and was never released.
+# 2. A relay reading a connection on NIC A and writing a connection on NIC B at one rate (200
+#    packets a second from pacer, a rate the guest keeps steady: at 1000 it could not, and the
+#    relay read in bursts): two equally intensive connections with IRQ CPUs in different LLCs. Over 6 s, at most 5 representative changes (rep_changes) and at most 5 migrations a
+#    second of the relay (/proc/PID/sched se.nr_migrations), EEVDF's figure printed beside.
+#    Before this issue the newer of two equal connections always won: hundreds of changes.
+#    In the same window net_migrations (item 10: every migration of a network task, whatever
+#    caused it) is held against the kernel's count for the network tasks (the relay, its feeder,
+#    and the sink's reader): between a third of it minus 5 and twice it plus 10. Not closer: the
+#    kernel counts every change of a task's CPU, also a wakeup queued on one CPU and pulled by
+#    another before it ran (two); net_migrations counts a task running on another CPU than the
+#    last time it ran, for every network task, over monitor reports of 0.25 s (18 against 30,
+#    12 against 6 in two runs). The code before this issue had no such counter (0 against 156).
+# 3. A local pair over loopback (iperf3 on 127.0.0.1): no IRQ CPU in any of its rows (-1). The
+#    "softirq CPU" of a loopback socket is the peer's own CPU; before this issue each end was
+#    pulled toward the other's CPU as if it took the interrupts.
+# 4. One socket shared by two threads (shapes duplex: one sends every 5 ms, the other receives
+#    the echoes): the rows of either thread while both run, after the first second, have a
+#    median within 50% of the calls per second the tool counted on that socket, and at most 2
+#    are below a quarter of it. The monitor read the clock before taking the storage, so a
+#    window another thread had just moved ended with a negative elapsed time, read as a huge
+#    one, and the rate fell to 1 for a whole window; and two threads could count one window
+#    twice. Both are fixed (atomics, the clock after the lookup), but this check did not catch
+#    them in one run of the old code: they are rare. Not closer than 50%: the threads' views
+#    swing with the vCPUs the host runs (rows of 11 and 387 against 182 and 234 seen).
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
+SHAPES=$VM_TOP/target/tools/shapes
+MONLOG="python3 $LIB_DIR/monlog.py"
+up() { cut -d' ' -f1 /proc/uptime; }
+nr_mig() { # se.nr_migrations summed over the threads of the given processes
+	local p t
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*; do awk '/^se.nr_migrations/ { print $3 }' "$t/sched" 2>/dev/null; done
+	done | awk '{ s += $1 } END { print s + 0 }'
+}
+net_default
+bg ip netns exec cli "$PACER" sink 7001
+bg ip netns exec cli "$SHAPES" echo 7002
+bg ip netns exec cli "$PACER" sink 7011
+sink=$BG_PID
+sleep 0.5
+
+# 2 (relay), once per scheduler: $1 = label. /tmp/$1-relay: "t0 t1 relay_migrations
+# network_migrations" over 6 s, the network tasks being the relay, its feeder and the sink's
+# child that reads the relay's output. The feeder runs until killed: EOF ends the relay.
+relay_run() {
+	"$SHAPES" relay 7010 "$ADDR_B_CLI" 7011 >"/tmp/$1-relay.out" &
+	local r=$! f i t0 t1 m0 m1 n0 n1 net
+	for ((i = 0; i < 50; i++)); do ss -ltn "sport = :7010" | grep -q LISTEN && break; sleep 0.1; done
+	ip netns exec cli "$PACER" send "$ADDR_A_SRV" 7010 5000 600 1024 >"/tmp/$1-feed.out" &
+	f=$!
+	sleep 4
+	net="$r $f $(pgrep -P "$sink" | tail -n 1)"
+	t0=$(up) m0=$(nr_mig "$r") n0=$(nr_mig $net)
+	sleep 6
+	t1=$(up) m1=$(nr_mig "$r") n1=$(nr_mig $net)
+	kill "$f" 2>/dev/null || true
+	wait "$f" "$r" || true
+	echo "$t0 $t1 $((m1 - m0)) $((n1 - n0))" >"/tmp/$1-relay"
+	log "$1 relay: $(tail -n1 "/tmp/$1-relay.out"); migrations over 6 s: relay $((m1 - m0)), network tasks ($net) $((n1 - n0))"
+}
+
+# 1 (bulk, then short requests), once per scheduler: $1 = label. /tmp/$1-bt: "tid bulk_end".
+bulkthen_run() {
+	"$SHAPES" bulkthen "$ADDR_A_CLI" 7001 4 "$ADDR_B_CLI" 7002 1000 14 >"/tmp/$1-bt.out" &
+	local b=$! i
+	for ((i = 0; i < 300; i++)); do grep -q bulk_end "/tmp/$1-bt.out" && break; sleep 0.05; done
+	echo "$b $(up)" >"/tmp/$1-bt"
+	$PROBE --pids "$b" --irq-cpu 5 --duration 8 --trace --runs --probe-cpu "$PROBE_CPU" --json \
+		>"/tmp/$1-bt.json" 2>"/tmp/$1-bt.txt" || true
+	wait "$b" || true
+	echo "--- $1: the thread's runs during its requests (core = CPU 5, NIC B)"; cat "/tmp/$1-bt.txt"
+}
+
+relay_run eevdf
+bulkthen_run eevdf
+
+sched_start
+bg $MONLOG "$bin" 0.25 /tmp/mon.jsonl
+sleep 1
+relay_run miami
+bulkthen_run miami
+# 3: a local pair over loopback
+iperf_server 5301 127.0.0.1
+lo_srv=$IPERF_SERVER_PID
+iperf_client root 127.0.0.1 5301 5 >/tmp/lo-client.out &
+lo_cl=$!
+sleep 1
+lo_t0=$(up)
+wait "$lo_cl" || true
+lo_t1=$(up)
+kill "$lo_srv" 2>/dev/null || true
+# 4: one socket, two threads
+d_t0=$(up)
+"$SHAPES" duplex "$ADDR_B_CLI" 7002 5000 8 >/tmp/duplex.out
+d_t1=$(up)
+sleep 0.5
+sched_stop || fail "sched_stop"
+kill "$BG_PID" 2>/dev/null || true
+cat /tmp/duplex.out
+
+python3 - "$lo_t0" "$lo_t1" "$lo_srv" "$lo_cl" "$d_t0" "$d_t1" >/tmp/verdict.txt <<'PY'
+import json, sys
+lo_t0, lo_t1 = float(sys.argv[1]), float(sys.argv[2])
+d_t0, d_t1 = float(sys.argv[5]), float(sys.argv[6])
+lo_pids = {int(sys.argv[3]), int(sys.argv[4])}
+mon = [json.loads(l) for l in open("/tmp/mon.jsonl")]
+def between(a, b):
+    return [s for s in mon if a < s["t"] <= b]
+
+# 1: bulkthen
+tid, end = open("/tmp/miami-bt").read().split()
+tid, end = int(tid), float(end)
+before = [r for s in between(end - 2, end) for r in s["rows"] if r[0] == tid]
+print("bulk_irq_before", before[-1][6] if before else "none")
+delay = None
+for s in between(end, end + 12):
+    rows = [r for r in s["rows"] if r[0] == tid]
+    if not rows or rows[0][6] != 1:
+        delay = round(1000 * (s["t"] - end))
+        print("bulk_after", rows[0] if rows else "gone")
+        break
+print("bulk_delay_ms", delay if delay is not None else "never")
+
+# 2: relay
+t0, t1, rmig, nmig = open("/tmp/miami-relay").read().split()
+w = between(float(t0), float(t1))
+print("rep_changes", sum(s["c"].get("rep_changes", 0) for s in w))
+print("net_migrations", sum(s["c"].get("net_migrations", 0) for s in w), "kernel", nmig)
+
+# 3: loopback
+lo = [r for s in between(lo_t0, lo_t1) for r in s["rows"] if r[1] in lo_pids]
+print("loopback_rows", len(lo), "irq_cpus", sorted({r[6] for r in lo}))
+
+# 4: duplex
+d = open("/tmp/duplex.out").read().split()
+send_tid, recv_tid = int(d[d.index("send_tid") + 1]), int(d[d.index("recv_tid") + 1])
+rate = float(d[d.index("calls_per_s") + 1])
+# Rows while both threads run, after the first second (the first windows start the average).
+rows = [r for s in between(d_t0 + 1.5, d_t1 - 0.5) for r in s["rows"]
+        if r[0] in (send_tid, recv_tid) and r[9] < 500]
+vals = sorted(r[3] for r in rows)
+med = vals[len(vals) // 2] if vals else 0
+print("duplex_rate", round(rate), "rows", len(vals), "median", med,
+      "off_pct", round(100 * abs(med - rate) / rate, 1), "min", vals[0] if vals else 0,
+      "max", vals[-1] if vals else 0, "below_1/4", sum(v < rate / 4 for v in vals))
+PY
+cat /tmp/verdict.txt
+v() { awk -v k="$1" '$1 == k { print $'"${2:-2}"' }' /tmp/verdict.txt; }
+read -r _ _ ev_rmig _ </tmp/eevdf-relay
+read -r _ _ mi_rmig mi_nmig </tmp/miami-relay
+cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)'
+
+check_eq "1: IRQ CPU of the bulk sender before its end" "$(v bulk_irq_before)" 1
+check_le "1: delay until it no longer follows IRQ CPU 1 (ms)" "$(v bulk_delay_ms)" 1350
+check_ge "1: its runs in CPU 5's LLC, requests over NIC B % (EEVDF $(jget /tmp/eevdf-bt.json "$cc")%)" \
+	"$(jget /tmp/miami-bt.json "$cc")" 80
+check_le "2: representative changes in 6 s" "$(v rep_changes)" 5
+check_le "2: relay migrations per second (EEVDF $(python3 -c "print(round($ev_rmig / 6, 1))"))" \
+	"$(python3 -c "print(round($mi_rmig / 6, 1))")" 5
+check_ge "10: net_migrations against the kernel's $mi_nmig" "$(v net_migrations)" \
+	"$(python3 -c "print(int($mi_nmig / 3) - 5)")"
+check_le "10: net_migrations against the kernel's $mi_nmig" "$(v net_migrations)" "$((2 * mi_nmig + 10))"
+check_ge "3: loopback pair rows" "$(v loopback_rows)" 1
+check_eq "3: loopback pair IRQ CPUs" "$(awk '$1 == "loopback_rows" { $1 = $2 = $3 = ""; print }' /tmp/verdict.txt | xargs)" "[-1]"
+check_ge "4: shared socket rows" "$(v duplex_rate 4)" 5
+check_le "4: shared socket median row against the counted rate, % off" "$(v duplex_rate 8)" 50
+check_le "4: shared socket rows below a quarter of the counted rate" "$(v duplex_rate 14)" 2
+finish
