@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 BIN := target/release/scx_miami
 TOOLS := target/tools/pacer target/tools/shapes
 
-.PHONY: all deps build test demo bench host-test vm-test clean docs
+.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead
 
 all: build
 
@@ -29,13 +29,30 @@ target/tools/shapes: tests/vm/tools/shapes.c
 	gcc -O2 -Wall -Werror -pthread -o $@ $<
 
 # fmt, clippy, host tests, then the VM suite on every kernel of the matrix (the BPF verifier runs
-# there); ends with "N passed, N failed".
-test: build
+# there); ends with "N passed, N failed". The Debian package is built first: t_ops installs it.
+test: build deb
 	scripts/test.sh
 
-# Benchmarks print figures and assert nothing. tui_cpu: the TUI's CPU use against a synthetic
-# stats server on the host (root; refuses while a scheduler's socket exists).
+# The TCP probes' cost on this host's own CPU (--observe, no VM, no sched_ext needed): loopback
+# throughput with and without, ns per probe call. Prints figures, asserts nothing (root).
+overhead: build
+	scripts/overhead.sh
+
+# Long forms of the reliability tests (issue 13), beside their short forms in `make test`:
+# stress-ng plus 16 flows for 60 s on every kernel of the matrix.
+soak: build deb
+	MIAMI_STRESS_SECS=60 tests/vm/suite.sh --only t_stress
+
+# A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.
+deb: build
+	scripts/deb.sh
+
+# Benchmarks print figures and assert nothing. scripts/bench.sh: the papers' experiments in the
+# guest under EEVDF, EEVDF+RFS, scx_bpfland and scx_miami (JSON, results.md, PNG plots under
+# .cache/bench/). tui_cpu: the TUI's CPU use against a synthetic stats server on the host (root;
+# refuses while a scheduler's socket exists).
 bench: build
+	scripts/bench.sh
 	cargo bench -p scx_miami --bench tui_cpu
 
 demo: build

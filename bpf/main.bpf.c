@@ -78,12 +78,34 @@
  * room, for at most target_ttl_ns, and a target outside the IRQ CPU's LLC only while that LLC is
  * overloaded (target_alive()).
  *
- * 6. Accepted races
+ * 6. Observe-only mode
+ *
+ * --observe loads the TCP probes and miami_observe_switch() below instead of these ops: no
+ * struct_ops, so no sched_ext needed. The host keeps its scheduler; the stats show what MiAMI
+ * sees (intensiveness, class, IRQ CPU) and the tier each network task really runs in.
+ *
+ * 7. Accepted races
  *
  * Loads and the idle state of remote CPUs are read without locks; a stale value costs one
  * suboptimal placement. class_*_min may change between two placements of one task.
  */
 #include "miami.bpf.h"
+
+/*
+ * The sched_ext kfuncs the ops call, weak: --observe loads this object without the ops, also on
+ * kernels without sched_ext, where libbpf refuses a strong extern it cannot resolve (the compat
+ * wrappers' kfuncs are weak already). When the ops load, the verifier still resolves every one.
+ */
+#pragma weak scx_bpf_create_dsq
+#pragma weak scx_bpf_dsq_nr_queued
+#pragma weak scx_bpf_error_bstr
+#pragma weak scx_bpf_get_idle_cpumask
+#pragma weak scx_bpf_kick_cpu
+#pragma weak scx_bpf_pick_idle_cpu
+#pragma weak scx_bpf_put_idle_cpumask
+#pragma weak scx_bpf_select_cpu_dfl
+#pragma weak scx_bpf_task_cpu
+#pragma weak scx_bpf_test_and_clear_cpu_idle
 
 char _license[] SEC("license") = "GPL";
 
@@ -120,6 +142,14 @@ volatile u32 class_middle_min = 10000;
 volatile u8 llc_overloaded[MIAMI_MAX_LLCS];
 
 static u64 vtime_now;
+
+/*
+ * Test-only fault injection (--test-inject-error, hidden from --help), written by the loader at
+ * run time (.bss). 0 (default): nothing. 1: the next dispatch() calls scx_bpf_error(), the path
+ * of any BPF-side error. 2: the next dispatch() exits with a restart request, as the kernel's
+ * hotplug exit does. Risk: none unless set; one load per dispatch().
+ */
+volatile u32 test_error;
 
 /* CPUs that take no NIC input IRQ: where non-network tasks prefer to run (agent.bpf.c). */
 private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
@@ -331,7 +361,8 @@ static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_
 	 * Hysteresis: a task that last ran on its IRQ CPU waits there when that CPU only runs a
 	 * kernel thread with nothing queued behind it. That thread is mostly ksoftirqd doing this
 	 * very task's protocol work under load; leaving for a sibling every time it runs would
-	 * trade the core tier for a few hundred microseconds of waiting.
+	 * trade the core tier for a few hundred microseconds of waiting. A class-high task queued
+	 * there preempts the thread (enqueue_net()); the other classes wait it out.
 	 */
 	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq))
 		return irq;
@@ -513,10 +544,12 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		cpuc->core_waiter = p->pid;
 		cpuc->core_wait_ns = bpf_ktime_get_ns();
 		/*
-		 * Not a kernel thread either: on its IRQ CPU that is mostly ksoftirqd doing this
-		 * task's own protocol work, which pick_net_cpu() waits behind rather than leave.
+		 * Class high preempts ksoftirqd too, where pick_net_cpu() has the other classes
+		 * wait behind it: a bulk sender that waited there lost a third of its core tier to
+		 * siblings that took it after two slices (t_table3: 75% core against 94-99% with
+		 * the kick). The softirq work resumes after the task's slice.
 		 */
-		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net && !cpuc->cur_kthread) {
+		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net) {
 			kick = SCX_KICK_PREEMPT;
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
 		}
@@ -658,6 +691,14 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	u32 my_llc = llc_of(cpu), i;
 	bool irq_cpu;
 	s32 other;
+
+	if (test_error) {
+		if (test_error == 1)
+			scx_bpf_error("test error injected (--test-inject-error error)");
+		else
+			scx_bpf_exit(SCX_ECODE_ACT_RESTART, "test restart injected");
+		test_error = 0;
+	}
 
 	own = __COMPAT_scx_bpf_dsq_peek(cpu);
 	shared = __COMPAT_scx_bpf_dsq_peek(MIAMI_DSQ_SHARED);
@@ -862,6 +903,38 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(miami_init)
 		return ret;
 	}
 	return init_cpumasks();
+}
+
+/*
+ * Observe-only mode (--observe; section 7 of the header). Loaded instead of the ops above, on any
+ * kernel with BTF and fentry, sched_ext or not: at each context switch, the outgoing network
+ * task's running time goes to the tier it ran in (run_*_ns, the counters the ops fill when
+ * scheduling) and the incoming one's tier is recorded for the task table, whatever scheduler
+ * the host runs.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(miami_observe_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+	struct task_ctx *taskc;
+	u64 now = bpf_ktime_get_ns();
+
+	if (!cpuc)
+		return 0;
+	if (cpuc->cur_net && cpuc->run_start_ns) {
+		taskc = try_lookup_task_ctx(prev);
+		if (taskc && taskc->tier < MIAMI_NR_TIERS)
+			stat_add(MIAMI_STAT_RUN_CORE_NS + taskc->tier, now - cpuc->run_start_ns);
+	}
+	cpuc->cur_net = 0;
+	cpuc->run_start_ns = now;
+	taskc = try_lookup_task_ctx(next);
+	if (!is_net_task(taskc, now))
+		return 0;
+	cpuc->cur_net = 1;
+	taskc->tier = tier_of(cpu, taskc->irq_cpu);
+	return 0;
 }
 
 /* ops.exit(): record why we exit, for the loader's report and restart decision. */

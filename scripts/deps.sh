@@ -59,7 +59,7 @@ fi
 
 pkgs=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make qemu-system-x86 qemu-utils kmod
       virtiofsd udev busybox-static iperf3 netperf sockperf sysstat stress-ng ethtool iproute2
-      irqbalance tmux python3 python3-venv gcc libc6-dev lighttpd apache2-utils)
+      irqbalance tmux python3 python3-venv gcc libc6-dev lighttpd apache2-utils bpftool dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -73,8 +73,19 @@ if ((${#missing[@]})); then
 	systemctl disable --now irqbalance lighttpd >/dev/null 2>&1 || true
 fi
 
+# From the machine's own release: gnuplot-nox from trixie pulls trixie's python3 and apt along,
+# which breaks a virtme-ng venv made with the old python (seen here).
+if ! dpkg-query -W -f='${Status}' gnuplot-nox 2>/dev/null | grep -q 'ok installed'; then
+	log "installing gnuplot-nox (bench plots)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null
+fi
+
 # --- virtme-ng ------------------------------------------------------------------------------
 venv=$top/.venv
+if [[ -x $venv/bin/vng ]] && ! "$venv/bin/python3" -c 'import virtme_ng' 2>/dev/null; then
+	log "$venv no longer works with $(/usr/bin/python3 --version): making it again"
+	rm -rf "$venv"
+fi
 if [[ ! -x $venv/bin/vng ]]; then
 	log "virtme-ng 1.42 into $venv"
 	/usr/bin/python3 -m venv "$venv"
@@ -84,6 +95,15 @@ fi
 if ! "$venv/bin/python3" -c 'import prometheus_client' 2>/dev/null; then
 	log "prometheus_client 0.21.1 into $venv"
 	"$venv/bin/pip" install -q prometheus_client==0.21.1
+fi
+
+# --- peer schedulers (the bench compares against them) -------------------------------------
+# scx_bpfland from the crate registry, pinned, built once into .cache/peers (ignored by git).
+BPFLAND_VERSION=1.1.4
+if [[ ! -x $top/.cache/peers/bin/scx_bpfland ]]; then
+	log "scx_bpfland $BPFLAND_VERSION into $top/.cache/peers (a few minutes, once)"
+	BPF_CLANG=${BPF_CLANG:-clang-19} cargo install --locked --quiet --root "$top/.cache/peers" \
+		"scx_bpfland@$BPFLAND_VERSION"
 fi
 
 # --- guest kernels --------------------------------------------------------------------------

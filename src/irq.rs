@@ -3,6 +3,12 @@
 //! CPUs they target. Reads sysfs and procfs under configurable roots, so tests run on fixture
 //! trees.
 //!
+//! Not scx_utils' `netdev::read_netdevs()`: that one reads the interfaces of our own namespace
+//! and their IRQs' smp_affinity. Placement needs more: effective affinity (and a pending re-pin),
+//! virtio NICs whose vectors belong to the parent PCI device, the queue kind of each vector (a
+//! transmit or config vector is no receive IRQ CPU), and interfaces moved into other network
+//! namespaces, whose IRQs still land on our CPUs. Keep it.
+//!
 //! - Interfaces: /sys/class/net/IF with a `device` link (lo, veth, bridges have none).
 //! - IRQs: the device's `msi_irqs/` directory; for virtio the MSI-X vectors belong to the
 //!   parent PCI device (`device/../msi_irqs`); a legacy `device/irq` file as the last resort.
@@ -12,6 +18,8 @@
 //!   re-pin is still pending (effective outside smp_affinity_list), else smp_affinity_list.
 
 use anyhow::{bail, Context, Result};
+
+use crate::cpulist::parse_cpu_list;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -98,48 +106,6 @@ impl Nic {
             .flat_map(|i| i.cpus.iter().copied())
             .collect()
     }
-}
-
-/// Parse a kernel CPU list ("0-3,8,10-11"). Empty input is an empty list.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let bad = || format!("bad CPU range '{part}'");
-                let (a, b): (usize, usize) =
-                    (a.parse().with_context(bad)?, b.parse().with_context(bad)?);
-                if a > b {
-                    bail!("bad CPU range '{part}'");
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().with_context(|| format!("bad CPU '{part}'"))?),
-        }
-    }
-    Ok(cpus)
-}
-
-/// The inverse of `parse_cpu_list`, with ranges ("0-3,8").
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            sorted[i].to_string()
-        } else {
-            format!("{}-{}", sorted[i], sorted[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// IRQ number -> name (the last column) from /proc/interrupts. Non-numeric rows (NMI, LOC...)

@@ -9,6 +9,7 @@
 pub mod bpf_intf;
 pub mod bpf_skel;
 pub mod config;
+pub mod cpulist;
 pub mod irq;
 pub mod load;
 pub mod opts;
@@ -19,3 +20,17 @@ pub mod topology;
 pub mod tui;
 
 pub const SCHEDULER_NAME: &str = "scx_miami";
+
+/// The version a bug report needs: the crate version, the git commit it was built from
+/// (build.rs) and the target, as scx_utils' build id formats them.
+pub fn version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        let sha = env!("MIAMI_GIT_SHA");
+        let semver = match sha {
+            "" => env!("CARGO_PKG_VERSION").to_string(),
+            _ => format!("{}-g{sha}", env!("CARGO_PKG_VERSION")),
+        };
+        scx_utils::build_id::full_version(&semver)
+    })
+}

@@ -18,7 +18,8 @@ pub struct CpuTimes {
     pub total: u64,
 }
 
-/// Parse the `cpuN` lines of /proc/stat into times indexed by CPU id (missing CPUs: zero).
+/// Parse the `cpuN` lines of /proc/stat into times indexed by CPU id (missing CPUs, i.e. offline
+/// ones: zero).
 /// Busy is everything but idle and iowait: user, nice, system, irq, softirq, steal.
 pub fn parse_proc_stat(text: &str) -> Result<Vec<CpuTimes>> {
     let mut out = Vec::new();
@@ -59,11 +60,16 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<CpuTimes>> {
     Ok(out)
 }
 
-/// Busy percent of each CPU between two readings; 0 where no time passed.
+/// Busy percent of each CPU between two readings; 0 where no time passed; NaN for a CPU the
+/// current reading lacks (offline: /proc/stat omits it), so that no comparison with a load
+/// threshold holds for it: it is neither a CPU with room for a move nor an overloaded one.
 pub fn busy_pct(prev: &[CpuTimes], cur: &[CpuTimes]) -> Vec<f64> {
     cur.iter()
         .enumerate()
         .map(|(cpu, c)| {
+            if c.total == 0 {
+                return f64::NAN;
+            }
             let p = prev.get(cpu).copied().unwrap_or_default();
             let total = c.total.saturating_sub(p.total);
             if total == 0 {

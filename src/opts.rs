@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-pub use crate::stats::OutputFormat;
+use crate::config::OutputFormat;
 
 /// scx_miami: MiAMI network-affinity scheduler for sched_ext.
 ///
@@ -18,7 +18,13 @@ pub use crate::stats::OutputFormat;
 /// 0 clean exit, 1 runtime error (no sched_ext, load failure, kernel ejected the scheduler),
 /// 2 invalid command line.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "scx_miami", version, verbatim_doc_comment)]
+#[command(
+    name = "scx_miami",
+    version = crate::version(),
+    verbatim_doc_comment,
+    // `--release-after-ms -5` is a bad value for that option, not an unknown option "-5".
+    allow_negative_numbers = true
+)]
 pub struct Opts {
     /// Time slice of every task, in microseconds.
     ///
@@ -119,6 +125,15 @@ pub struct Opts {
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
 
+    /// Watch, do not schedule: load only the TCP monitor and a context-switch probe.
+    ///
+    /// Needs root, BTF and fentry, not sched_ext: the host keeps its scheduler. The stats,
+    /// --monitor and the TUI then show each network task's intensiveness, class and IRQ CPU as
+    /// MiAMI sees them, and the tier it really runs in (tier shares): what scx_miami would
+    /// change. The agent computes class boundaries but moves nothing.
+    #[arg(long)]
+    pub observe: bool,
+
     /// Print statistics every N seconds while running.
     #[arg(long, value_name = "SECS")]
     pub stats: Option<f64>,
@@ -163,4 +178,16 @@ pub struct Opts {
     /// Verbose output, including libbpf's messages while loading.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Test only: make the BPF side fail after SECS seconds, once per process.
+    ///
+    /// `error@SECS` calls scx_bpf_error() (the scheduler is ejected, scx_miami exits 1),
+    /// `restart@SECS` exits with a restart request (scx_miami loads again). For the VM tests
+    /// of the exit paths.
+    #[arg(long, value_name = "error|restart@SECS", hide = true)]
+    pub test_inject_error: Option<String>,
+
+    /// libbpf's object open options (the scx schedulers' common set).
+    #[command(flatten, next_help_heading = "Libbpf options")]
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
 }

@@ -199,7 +199,8 @@ fn relax(cur: u32, target: u32) -> u32 {
 /// that often enough to lose 8% of one receiver's time to the other LLC).
 pub fn overloaded_llcs(loads: &[f64], llc: &[u32], high: f64) -> Vec<u32> {
     let mut sums: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
-    for (&l, &id) in loads.iter().zip(llc) {
+    // Offline CPUs (NaN, load.rs) are not part of an LLC's capacity.
+    for (&l, &id) in loads.iter().zip(llc).filter(|(l, _)| !l.is_nan()) {
         let e = sums.entry(id).or_default();
         e.0 += l;
         e.1 += 1;

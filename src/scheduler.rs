@@ -5,11 +5,12 @@
 //! scheduler.
 
 use anyhow::{bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
 use log::{info, warn};
 use scx_stats::prelude::StatsServer;
+use scx_utils::Topology;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
-use scx_utils::{Topology, UserExitInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::mem::MaybeUninit;
@@ -23,17 +24,24 @@ use crate::bpf_intf::{miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key
 use crate::bpf_intf::{net_task, policy_move, set_irq_cpu_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
-use crate::irq::{self, format_cpu_list, NicNames, Roots};
+use crate::cpulist::format_cpu_list;
+use crate::irq::{self, NicNames, Roots};
 use crate::load::LoadReader;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
     NR_STATS, TOP_TASKS,
 };
+use crate::topology::LlcMap;
 
-/// How recent a call must be for a task to be listed (at least --release-after-ms: the agent
-/// must see every task BPF still treats as a network task). Older net_tasks entries are deleted.
+/// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;
+
+/// How old a task's last call may be for the agent to see it: at least @release_ns
+/// (--release-after-ms), since BPF treats the task as a network task until then.
+pub fn task_max_age_ms(release_ns: u64) -> u64 {
+    TASK_MAX_AGE_MS.max(release_ns / 1_000_000)
+}
 /// Rounds after which the agent deletes a policy_moves entry: BPF takes a move at the task's
 /// next placement, within a slice for a running task; one still there is held back by the
 /// budget (then the next round may still apply it) or its task sleeps, and it is stale.
@@ -43,25 +51,13 @@ const BATCH: u32 = 1024;
 /// Longest the run loop waits for a stats request before checking shutdown and timers.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Set by SIGHUP; the run loop then re-reads the --config file.
-static RELOAD: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sighup(_: libc::c_int) {
-    RELOAD.store(true, Ordering::Relaxed);
-}
-
 /// Route SIGHUP to a reload of the --config file instead of its default action, which would
-/// end the scheduler. The handler only stores an atomic flag (async-signal-safe).
-pub fn install_sighup() -> Result<()> {
-    let handler = on_sighup as extern "C" fn(libc::c_int);
-    // SAFETY: the handler is a plain function that only stores to a static atomic.
-    if unsafe { libc::signal(libc::SIGHUP, handler as libc::sighandler_t) } == libc::SIG_ERR {
-        bail!(
-            "installing the SIGHUP handler: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
+/// end the scheduler: the returned flag is set on each SIGHUP, and the run loop re-reads the file.
+pub fn install_sighup() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, flag.clone())
+        .context("installing the SIGHUP handler")?;
+    Ok(flag)
 }
 
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
@@ -89,31 +85,21 @@ fn target_ttl_ns(cfg: &Config) -> u64 {
 
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
-use crate::topology::LlcMap;
 
-/// Refuse early, with a message a user can act on, where loading cannot work.
-pub fn check_host() -> Result<()> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("0");
-    if euid != "0" {
+/// Refuse early, with a message a user can act on, where loading cannot work. --observe
+/// (@observe) needs no sched_ext.
+pub fn check_host(observe: bool) -> Result<()> {
+    if !rustix::process::geteuid().is_root() {
         bail!("scx_miami must run as root (it loads a BPF scheduler); try: sudo scx_miami");
     }
-    if !std::path::Path::new("/sys/kernel/sched_ext").is_dir() {
+    if !observe && !std::path::Path::new("/sys/kernel/sched_ext").is_dir() {
         bail!(
             "this kernel ({}) has no sched_ext: /sys/kernel/sched_ext is missing. scx_miami \
-             needs Linux 6.12 or newer built with CONFIG_SCHED_CLASS_EXT=y",
+             needs Linux 6.12 or newer built with CONFIG_SCHED_CLASS_EXT=y; --observe watches \
+             network tasks here without scheduling",
             std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .unwrap_or_default()
                 .trim()
@@ -155,10 +141,12 @@ pub struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
+    /// @open_opts: libbpf's object open options from the command line (scx_utils' LibbpfOpts).
     pub fn init(
         cfg: &Config,
         verbose: bool,
         exit_dump_len: u32,
+        open_opts: Option<libbpf_rs::libbpf_sys::bpf_object_open_opts>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let topo = Topology::new().context("reading the CPU topology")?;
@@ -166,26 +154,41 @@ impl<'a> Scheduler<'a> {
         info!(
             "{} {}: {} CPUs, LLCs {}",
             crate::SCHEDULER_NAME,
-            env!("CARGO_PKG_VERSION"),
+            crate::version(),
             llcs.cpu_llc.len(),
             llcs.describe()
         );
 
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(verbose);
-        let mut skel = scx_ops_open!(
-            builder,
-            open_object,
-            miami_ops,
-            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
-        )?;
-
-        skel.struct_ops.miami_ops_mut().exit_dump_len = exit_dump_len;
-        // ENQ_LAST: a slice that ends with nothing else queued still reaches ops.enqueue()
-        // when dispatch() does not extend it, which is how a hog leaves an IRQ CPU.
-        skel.struct_ops.miami_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_EXITING
-            | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED
-            | *scx_utils::compat::SCX_OPS_ENQ_LAST;
+        let mut skel = if cfg.observe {
+            // No struct_ops: scx_ops_open! checks sched_ext's types, which this kernel may lack.
+            let mut skel = match open_opts {
+                Some(o) => builder.open_opts(o, open_object),
+                None => builder.open(open_object),
+            }
+            .context("opening the BPF object")?;
+            skel.maps.miami_ops.set_autocreate(false)?;
+            // The ops, and the scx library's own probe on the sched_ext registration path.
+            for mut prog in skel.open_object_mut().progs_mut() {
+                if prog.prog_type() == libbpf_rs::ProgramType::StructOps
+                    || prog.name().to_string_lossy().starts_with("scx_")
+                {
+                    prog.set_autoload(false);
+                }
+            }
+            skel
+        } else {
+            let mut skel = scx_ops_open!(builder, open_object, miami_ops, open_opts)?;
+            skel.progs.miami_observe_switch.set_autoload(false);
+            skel.struct_ops.miami_ops_mut().exit_dump_len = exit_dump_len;
+            // ENQ_LAST: a slice that ends with nothing else queued still reaches ops.enqueue()
+            // when dispatch() does not extend it, which is how a hog leaves an IRQ CPU.
+            skel.struct_ops.miami_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_EXITING
+                | *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED
+                | *scx_utils::compat::SCX_OPS_ENQ_LAST;
+            skel
+        };
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -203,11 +206,23 @@ impl<'a> Scheduler<'a> {
         data.max_moves = cfg.max_moves;
         data.target_ttl_ns = target_ttl_ns(cfg);
 
-        let mut skel = scx_ops_load!(skel, miami_ops, uei)?;
-
-        let link = Some(scx_ops_attach!(skel, miami_ops)?);
+        let (skel, link) = if cfg.observe {
+            let mut skel = skel.load().context("loading the BPF programs")?;
+            skel.attach()
+                .context("attaching the TCP and context-switch probes")?;
+            (skel, None)
+        } else {
+            let mut skel = scx_ops_load!(skel, miami_ops, uei)?;
+            let link = Some(scx_ops_attach!(skel, miami_ops)?);
+            (skel, link)
+        };
         info!(
-            "attached: slice {} us, release after {} ms, classes {}",
+            "{}: slice {} us, release after {} ms, classes {}",
+            if cfg.observe {
+                "observing (no scheduling)"
+            } else {
+                "attached"
+            },
             cfg.slice_ns / 1000,
             cfg.release_ns / 1_000_000,
             match cfg.bounds {
@@ -401,11 +416,6 @@ impl<'a> Scheduler<'a> {
             .collect()
     }
 
-    /// How old a task's last call may be for it to be listed.
-    fn task_max_age_ms(&self) -> u64 {
-        TASK_MAX_AGE_MS.max(self.cfg.release_ns / 1_000_000)
-    }
-
     /// Recently communicating threads from the `net_tasks` table, their NICs named.
     pub fn tasks(&self) -> Vec<TaskRow> {
         let nics = NicNames::read(
@@ -413,7 +423,7 @@ impl<'a> Scheduler<'a> {
             &self.roots.proc.join("self/ns/net"),
             Path::new("/run/netns"),
         );
-        let (now, max_age) = (monotonic_ns(), self.task_max_age_ms());
+        let (now, max_age) = (monotonic_ns(), task_max_age_ms(self.cfg.release_ns));
         self.read_net_tasks()
             .iter()
             .filter_map(|nt| {
@@ -427,7 +437,7 @@ impl<'a> Scheduler<'a> {
     /// The agent's view of the network tasks, without NIC names (it never shows one). Deletes
     /// the entries of tasks that stopped communicating, so the table holds live tasks only.
     fn agent_tasks(&mut self) -> Vec<TaskView> {
-        let (now, max_age) = (monotonic_ns(), self.task_max_age_ms());
+        let (now, max_age) = (monotonic_ns(), task_max_age_ms(self.cfg.release_ns));
         let mut stale: Vec<u8> = Vec::new();
         let mut tasks = Vec::new();
         for nt in self.read_net_tasks() {
@@ -471,7 +481,10 @@ impl<'a> Scheduler<'a> {
             unsafe { AtomicU32::from_ptr(&mut bss.round_moves) }.swap(0, Ordering::SeqCst);
         self.agent.round_max = self.agent.round_max.max(applied.into());
 
-        let round = self.policy.round(&loads, &self.cpu_llc, &tasks);
+        let mut round = self.policy.round(&loads, &self.cpu_llc, &tasks);
+        if self.cfg.observe {
+            round.moves.clear(); // no ops to apply them
+        }
         let this_round = self.agent_rounds;
         let old: Vec<i32> = self
             .moves_written
@@ -614,24 +627,33 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Run until @shutdown or until the kernel ejects the scheduler; detach and report why.
-    /// On SIGHUP (see install_sighup()), @reload gives the configuration to switch to: None
-    /// without a --config file, an error for a file that does not validate.
+    /// True when the kernel asked for a restart.
+    /// When @reload_flag is set (SIGHUP, install_sighup()), @reload gives the configuration to
+    /// switch to: None without a --config file, an error for a file that does not validate.
     pub fn run(
         &mut self,
         shutdown: Arc<AtomicBool>,
+        reload_flag: &AtomicBool,
         reload: &dyn Fn() -> Option<Result<Config, Invalid>>,
-    ) -> Result<UserExitInfo> {
+    ) -> Result<bool> {
         let stats_period = self.cfg.stats_interval_s.map(Duration::from_secs_f64);
         let irq_period = |cfg: &Config| Duration::from_millis(cfg.irq_refresh_ms);
         let agent_period = |cfg: &Config| Duration::from_millis(cfg.interval_ms);
         let mut next_irq = Instant::now() + irq_period(&self.cfg);
         let mut next_stats = Instant::now();
         let mut next_agent = Instant::now();
+        // --test-inject-error: once per process, so that a restart does not inject again.
+        static INJECTED: AtomicBool = AtomicBool::new(false);
+        let mut inject_at = self
+            .cfg
+            .inject_error
+            .filter(|_| !INJECTED.swap(true, Ordering::Relaxed))
+            .map(|(kind, after)| (kind, Instant::now() + after));
         let mut sampler = Sampler::default();
         let channels = self.stats_server.as_ref().map(|s| s.channels());
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
-            if RELOAD.swap(false, Ordering::Relaxed) {
+            if reload_flag.swap(false, Ordering::Relaxed) {
                 match reload() {
                     Some(Ok(cfg)) => self.reconfigure(&cfg),
                     Some(Err(e)) => warn!("SIGHUP: {e}; the running values stay"),
@@ -639,6 +661,11 @@ impl<'a> Scheduler<'a> {
                 }
             }
             let now = Instant::now();
+            if let Some((kind, _)) = inject_at.filter(|&(_, at)| now >= at) {
+                warn!("--test-inject-error: injecting {kind} now");
+                self.skel.maps.bss_data.as_mut().unwrap().test_error = kind;
+                inject_at = None;
+            }
             if now >= next_irq {
                 if let Err(e) = self.refresh_irqs() {
                     warn!("IRQ map refresh failed: {e:#}");
@@ -685,7 +712,10 @@ impl<'a> Scheduler<'a> {
             "agent: most moves in one round {} (cap {}), classes now high >= {}, middle >= {}",
             self.agent.round_max, self.agent.max_moves, b.high_min, b.middle_min
         );
-        uei_report!(&self.skel, uei)
+        if self.cfg.observe {
+            return Ok(false);
+        }
+        Ok(uei_report!(&self.skel, uei)?.should_restart())
     }
 }
 

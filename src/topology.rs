@@ -53,7 +53,7 @@ impl LlcMap {
                 let cpus: Vec<usize> = (0..self.cpu_llc.len())
                     .filter(|&c| self.cpu_llc[c] == l)
                     .collect();
-                crate::irq::format_cpu_list(&cpus)
+                crate::cpulist::format_cpu_list(&cpus)
             })
             .collect::<Vec<_>>()
             .join(" | ")

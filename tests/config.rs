@@ -4,8 +4,9 @@
 //! --config file that SIGHUP re-reads.
 
 use clap::Parser;
+use miami::config::OutputFormat;
 use miami::config::{load, overlay, ClassBounds, Config, Invalid, INTENS_MAX, RUNTIME_OPTIONS};
-use miami::opts::{Opts, OutputFormat};
+use miami::opts::Opts;
 
 fn opts(args: &[&str]) -> Opts {
     let argv = std::iter::once("scx_miami").chain(args.iter().copied());
@@ -67,8 +68,40 @@ fn defaults() {
             low_load_pct: 50,
             high_load_pct: 90,
             max_moves: 4,
+            observe: false,
+            inject_error: None,
         }
     );
+}
+
+#[test]
+fn observe_and_test_injection_parse() {
+    let c = config(&["--observe"]).unwrap();
+    assert!(c.observe);
+    let e = config(&["--observe", "--monitor", "1"]).unwrap_err();
+    assert_eq!(e.option, "observe", "{e}");
+    let c = config(&["--test-inject-error", "restart@2.5"]).unwrap();
+    assert_eq!(
+        c.inject_error,
+        Some((2, std::time::Duration::from_millis(2500)))
+    );
+    assert_eq!(
+        config(&["--test-inject-error", "error@0"])
+            .unwrap()
+            .inject_error
+            .unwrap()
+            .0,
+        1
+    );
+    for bad in ["error", "boom@1", "error@-1", "error@x", "restart@inf"] {
+        let e = config(&["--test-inject-error", bad]).unwrap_err();
+        assert_eq!(e.option, "test-inject-error", "{bad}: {e}");
+    }
+    // Hidden: a test hook, not an operator's option.
+    let help = <Opts as clap::CommandFactory>::command()
+        .render_long_help()
+        .to_string();
+    assert!(!help.contains("test-inject-error"), "{help}");
 }
 
 #[test]

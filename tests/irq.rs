@@ -5,9 +5,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use miami::cpulist::{format_cpu_list, parse_cpu_list};
 use miami::irq::{
-    discover, format_cpu_list, irq_affinity, irq_cpus, nic_cpu_sets, parse_cpu_list,
-    parse_proc_interrupts, steering, Nic, NicNames, QueueKind, Roots, Steering,
+    discover, irq_affinity, irq_cpus, nic_cpu_sets, parse_proc_interrupts, steering, Nic, NicNames,
+    QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {

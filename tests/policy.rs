@@ -515,3 +515,44 @@ fn proc_stat_bad_input_is_an_error() {
     let e = parse_proc_stat("cpu0 1 2\n").unwrap_err().to_string();
     assert!(e.contains("too few columns"), "{e}");
 }
+
+// ---- offline CPUs ----
+
+/// /proc/stat omits offline CPUs. Their load reads as NaN, not 0: an offline CPU looked idle,
+/// the best target for every move.
+#[test]
+fn offline_cpus_are_never_targets_and_never_overloaded() {
+    // CPU 2 and CPU 6 offline in the second reading (their lines are missing).
+    let all = "cpu0 10 0 10 80 0 0 0 0\ncpu1 10 0 10 80 0 0 0 0\ncpu2 10 0 10 80 0 0 0 0\n\
+               cpu3 10 0 10 80 0 0 0 0\ncpu4 10 0 10 80 0 0 0 0\ncpu5 10 0 10 80 0 0 0 0\n\
+               cpu6 10 0 10 80 0 0 0 0\ncpu7 10 0 10 80 0 0 0 0\n";
+    let some = "cpu0 20 0 20 160 0 0 0 0\ncpu1 110 0 10 80 0 0 0 0\n\
+                cpu3 110 0 10 80 0 0 0 0\ncpu4 20 0 20 160 0 0 0 0\ncpu5 20 0 20 160 0 0 0 0\n\
+                cpu7 20 0 20 160 0 0 0 0\n";
+    let mut r = LoadReader::default();
+    r.update(all).unwrap();
+    let l = r.update(some).unwrap();
+    // CPUs 1 and 3: +100 busy, 0 idle: 100%. CPUs 0, 4, 5, 7: +20 busy of +100: 20%.
+    assert_eq!(l.len(), 8);
+    assert!(l[2].is_nan() && l[6].is_nan(), "{l:?}");
+    assert_eq!([l[0], l[1], l[3], l[4]], [20.0, 100.0, 100.0, 20.0]);
+    // A high-class task in the other tier whose IRQ CPU (2) is offline: no upgrade to it, and
+    // a move into its LLC goes to CPU 0, the online CPU below --low-load-pct, never to 2.
+    let mut p = policy(4);
+    let r = p.round(&l, &LLC, &[task(1, 5000, 2, 6)]);
+    assert_eq!(r.moves, vec![mv(1, 0, MoveKind::Upgrade)]);
+    // Two tasks shed off overloaded CPU 1: targets in the LLC are 0 (20%), not offline 2.
+    let mut p = policy(4);
+    let r = p.round(&l, &LLC, &[task(1, 500, 1, 1), task(2, 400, 1, 1)]);
+    assert!(
+        r.moves.iter().all(|m| m.cpu != 2 && m.cpu != 6),
+        "{:?}",
+        r.moves
+    );
+    assert_eq!(r.moves, vec![mv(2, 0, MoveKind::Shed)]);
+    assert!(!r.overloaded.contains(&2) && !r.overloaded.contains(&6));
+    // LLC 0 on average over its online CPUs 0, 1, 3: (20 + 100 + 100) / 3 = 73%: not
+    // overloaded at --high-load-pct 90; with CPU 2 counted as 0% it would be 55%.
+    assert_eq!(overloaded_llcs(&l, &LLC, 70.0), vec![0]);
+    assert_eq!(overloaded_llcs(&l, &LLC, 90.0), Vec::<u32>::new());
+}

@@ -5,7 +5,10 @@
 use std::collections::BTreeSet;
 
 use miami::bpf_intf::*;
-use miami::stats::{describe, Counters, CPU_FIELDS, DERIVED, NR_STATS, STATS, TASK_FIELDS};
+use miami::scheduler::task_max_age_ms;
+use miami::stats::{
+    describe, Counters, TaskRow, CPU_FIELDS, DERIVED, NR_STATS, STATS, TASK_FIELDS,
+};
 
 fn counters(pairs: &[(u32, u64)]) -> Counters {
     let mut c = Counters::default();
@@ -236,4 +239,22 @@ fn report_lists_shares_then_every_counter() {
     assert!(lines
         .iter()
         .any(|l| l.split_whitespace().eq(["probe_send", "42"])));
+}
+
+/// A thread that called 6 s ago is still a network task in BPF under --release-after-ms 10000:
+/// the agent's view keeps it (it dropped everything older than 5 s before, whatever the release
+/// time), and drops it once the release time has passed.
+#[test]
+fn task_rows_live_as_long_as_the_release_time() {
+    // SAFETY: net_task is plain integers (bindgen from intf.h); all zeros is a valid value.
+    let mut nt: net_task = unsafe { std::mem::zeroed() };
+    (nt.last_comm_ns, nt.tid, nt.tgid, nt.intens) = (1_000_000_000, 42, 42, 500);
+    let at = |age_ms: u64| nt.last_comm_ns + age_ms * 1_000_000;
+    let row = |age_ms, max| TaskRow::from_slot(&nt, at(age_ms), max, |_, _| String::new());
+    let max = task_max_age_ms(10_000_000_000);
+    assert_eq!(max, 10_000);
+    assert_eq!(row(6_000, max).map(|r| r.age_ms), Some(6_000));
+    assert!(row(10_001, max).is_none());
+    // The default release (1 s) keeps the 5 s floor, so the TUI lists recent tasks a while.
+    assert_eq!(task_max_age_ms(1_000_000_000), 5_000);
 }

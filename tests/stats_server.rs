@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use miami::bpf_intf::*;
-use miami::config::ClassBounds;
+use miami::config::{ClassBounds, OutputFormat};
 use miami::stats::*;
 use scx_stats::prelude::{StatsClient, StatsData, StatsKind, StatsMeta, StatsResponse};
 use serde_json::Value;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{format_tasks, Counters, TaskRow, DERIVED, STATS};
 use crate::config::ClassBounds;
-use crate::irq::{format_cpu_list, parse_cpu_list};
+use crate::cpulist::{format_cpu_list, parse_cpu_list};
 
 /// The run loop's answer to a stats request: totals since the scheduler started.
 #[derive(Debug, Clone, PartialEq)]

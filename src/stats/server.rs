@@ -24,6 +24,7 @@ use super::{
     format_openmetrics, Counters, FieldDesc, FieldType, Sample, Sampler, Snapshot, CPU_FIELDS,
     DERIVED, STATS, TASK_FIELDS,
 };
+use crate::config::OutputFormat;
 
 /// Where scx_stats' server and client meet by default (base /var/run/scx, "root", "stats").
 pub const DEFAULT_SOCKET: &str = "/var/run/scx/root/stats";
@@ -32,16 +33,6 @@ pub const DEFAULT_SOCKET: &str = "/var/run/scx/root/stats";
 pub const META_TOP: &str = "miami";
 pub const META_TASK: &str = "miami_task";
 pub const META_CPU: &str = "miami_cpu";
-
-/// How --monitor prints a sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// The report --stats prints.
-    #[default]
-    Text,
-    /// OpenMetrics text exposition, `# EOF` after each scrape.
-    Openmetrics,
-}
 
 fn stats_field(kind: StatsKind, unit: &str, desc: &str) -> StatsField {
     StatsField {

@@ -11,7 +11,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde_json::Value;
 
 use super::host::HostInfo;
-use crate::irq::parse_cpu_list;
+use crate::cpulist::parse_cpu_list;
 use crate::stats::{Sample, TaskRow, DERIVED, STATS};
 
 /// Every key, as the Help view lists it.

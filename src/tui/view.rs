@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Sparkline, Table, T
 use ratatui::{Frame, Terminal};
 
 use super::app::{is_percent, App, Link, View, KEYS};
-use crate::irq::format_cpu_list;
+use crate::cpulist::format_cpu_list;
 use crate::stats::TaskRow;
 
 /// Characters of a load bar.

@@ -199,8 +199,15 @@ fi
 # So do "(unregistered from BPF)" (scx_bpf_exit) and "(unregistered from the main kernel)".
 # Anything else in the parens (runtime error, scx_bpf_error, runnable task stall, disabled by
 # sysrq-S, ...) is a failure; errors also print "sched_ext: NAME: <msg>" and a backtrace.
+# t_error ejects the scheduler on purpose (--test-inject-error): a "disabled (runtime error)"
+# whose next kernel lines carry that marker is the test's, not trouble.
+injected=$(grep -naE '^\[ *[0-9]+\.[0-9]+\] ' "$log" | awk -F: '
+	{ line[NR] = $0; num[NR] = $1 }
+	END { for (i = 1; i <= NR; i++) if (line[i] ~ /disabled \(runtime error\)/)
+		for (j = i + 1; j <= i + 6 && j <= NR; j++) if (line[j] ~ /test error injected/) { print num[i]; break } }')
 bad=$(grep -naE '\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Kernel panic|Oops|(^|[^[:alpha:]])[Ss]tall(ed|s)?([^[:alpha:]]|$)|sched_ext: .*disabled \()' "$log" |
-	grep -vE 'disabled \(unregistered from (user space|BPF|the main kernel)\)' || true)
+	grep -vE 'disabled \(unregistered from (user space|BPF|the main kernel)\)' |
+	awk -F: -v skip="$injected" 'BEGIN { n = split(skip, s, "\n"); for (i = 1; i <= n; i++) k[s[i]] = 1 } !($1 in k)' || true)
 if [[ -n $bad ]]; then
 	msg "kernel trouble in $log:"
 	printf '%s\n' "$bad" | head -n 20 | sed 's/^/vm:   /' >&2

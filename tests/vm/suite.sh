@@ -3,7 +3,7 @@
 #
 # VM test suite (what `make test` runs for the VM part).
 #
-#   tests/vm/suite.sh [--kernel 7.3|7.2|6.12] [--only NAME] [--verbose]
+#   tests/vm/suite.sh [--kernel 7.3|7.2|6.12] [--only NAME[,NAME...]] [--verbose]
 #
 # For every kernel of the matrix that is cached (scripts/kernels.sh list; absent ones are
 # skipped with a message) it boots ONE VM (tests/vm/run.sh, default llc2 topology, 8 CPUs) and
@@ -23,7 +23,7 @@ TESTS=(
 	"t_topology.sh        default"
 	"t_probe.sh           default"
 	"t_sched_basic.sh     all"
-	"t_place_single.sh    default"
+	"t_place_single.sh    default 6.12"
 	"t_place_multi.sh     default"
 	"t_place_sender.sh    default"
 	"t_place_hogs.sh      default"
@@ -40,6 +40,19 @@ TESTS=(
 	"t_table3.sh          default"
 	"t_short_conn.sh      default"
 	"t_shapes.sh          default"
+	"t_auto_bounds.sh     default"
+	"t_restricted.sh      default"
+	"t_many_threads.sh    default"
+	"t_target.sh          default"
+	"t_ops.sh             default"
+	"t_stress.sh          all"
+	"t_hotplug.sh         default"
+	"t_bad_input.sh       default"
+	"t_error.sh           default"
+	"t_churn.sh           default"
+	"t_nic_hotplug.sh     default"
+	"t_observe.sh         default"
+	"t_bench.sh           default"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,7 +60,7 @@ only_kernel= only_test= verbose=()
 while (($#)); do
 	case $1 in
 	--kernel) only_kernel=$2; shift 2 ;;
-	--only) only_test=${2%.sh}; shift 2 ;;
+	--only) only_test=${2//.sh/}; shift 2 ;;
 	--verbose|-v) verbose=(--verbose); shift ;;
 	*) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
@@ -64,7 +77,7 @@ for k in "${KERNELS[@]}"; do
 	tests=()
 	for line in "${TESTS[@]}"; do
 		read -r t ks <<<"$line"
-		[[ -z $only_test || ${t%.sh} == "$only_test" ]] || continue
+		[[ -z $only_test || ",$only_test," == *",${t%.sh},"* ]] || continue
 		for kk in $ks; do
 			if [[ $kk == all || $kk == "$k" || ($kk == default && $kdir == "$default_dir") ]]; then
 				tests+=("$t"); break

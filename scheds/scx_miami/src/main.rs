@@ -33,16 +33,21 @@ fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
     if let Some(secs) = cfg.tui_interval_s {
         return miami::tui::run(path, Duration::from_secs_f64(secs), &shutdown);
     }
-    check_host()?;
-    install_sighup()?;
+    check_host(cfg.observe)?;
+    let sighup = install_sighup()?;
 
     let reload = || opts.config.as_ref().map(|_| config::load(opts));
     let mut cfg = cfg.clone();
     let mut open_object = MaybeUninit::uninit();
     loop {
-        let mut sched = Scheduler::init(&cfg, opts.verbose, opts.exit_dump_len, &mut open_object)?;
-        let uei = sched.run(shutdown.clone(), &reload)?;
-        if !uei.should_restart() {
+        let mut sched = Scheduler::init(
+            &cfg,
+            opts.verbose,
+            opts.exit_dump_len,
+            opts.libbpf.clone().into_bpf_open_opts(),
+            &mut open_object,
+        )?;
+        if !sched.run(shutdown.clone(), &sighup, &reload)? {
             return Ok(());
         }
         // The restarted instance starts from the --config file as it is now, if it is valid.
@@ -79,7 +84,7 @@ fn main() -> ExitCode {
         simplelog::ColorChoice::Never,
     );
 
-    let cfg = match config::load(&opts) {
+    let cfg = match config::load(&opts).and_then(|c| config::check_nics(&c).map(|()| c)) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("scx_miami: {e}");

@@ -60,7 +60,7 @@ pin_irq "$IRQ_A" 7
 pin_irq "$IRQ_B" 7
 sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 20,10
 # The follow check runs for 60 s, from before irqbalance starts.
-python3 - "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
+python3 -u - "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
 import subprocess, sys, time
 bin, irqs = sys.argv[1], sys.argv[2:]
 def actual():
@@ -100,7 +100,8 @@ PY
 follow=$!
 # irqbalance may move the IRQs only once, right at its start: the follower must have read the
 # IRQ map first (its Python and monitor start slowly in a loaded guest; a fixed sleep was
-# sized for one machine's speed).
+# sized for one machine's speed). It writes unbuffered (-u): a buffered "start actual" never
+# showed, and irqbalance started after the follower's 60 s were over.
 for ((i = 0; i < 300; i++)); do grep -q '^start actual' /tmp/follow.txt && break; sleep 0.1; done
 sleep 0.5
 irqbalance_start /tmp/irqbalance.log

@@ -29,13 +29,15 @@
 #    pulled toward the other's CPU as if it took the interrupts.
 # 4. One socket shared by two threads (shapes duplex: one sends every 5 ms, the other receives
 #    the echoes): the rows of either thread while both run, after the first second, have a
-#    median within 50% of the calls per second the tool counted on that socket, and at most 2
-#    are below a quarter of it. The monitor read the clock before taking the storage, so a
-#    window another thread had just moved ended with a negative elapsed time, read as a huge
-#    one, and the rate fell to 1 for a whole window; and two threads could count one window
-#    twice. Both are fixed (atomics, the clock after the lookup), but this check did not catch
-#    them in one run of the old code: they are rare. Not closer than 50%: the threads' views
-#    swing with the vCPUs the host runs (rows of 11 and 387 against 182 and 234 seen).
+#    median within 50% of the calls per second the tool counted on that socket, and none is
+#    1 or 2. The monitor read the clock before taking the storage, so a window another thread
+#    had just moved ended with a negative elapsed time, read as a huge one: the mean interval
+#    clamped to 10^6 us and the rate to 1 for a whole window (a real window gives 1 only after a
+#    second of silence, which these threads never have); and two threads could count one
+#    window twice. Both are fixed (atomics, the clock after the lookup), but this check did not
+#    catch them in one run of the old code: they are rare. Not closer than 50%: the threads'
+#    views swing with the vCPUs the host runs (rows of 7 and 399 against 280 seen; a stall of
+#    200 ms starts a window afresh).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -159,7 +161,7 @@ vals = sorted(r[3] for r in rows)
 med = vals[len(vals) // 2] if vals else 0
 print("duplex_rate", round(rate), "rows", len(vals), "median", med,
       "off_pct", round(100 * abs(med - rate) / rate, 1), "min", vals[0] if vals else 0,
-      "max", vals[-1] if vals else 0, "below_1/4", sum(v < rate / 4 for v in vals))
+      "max", vals[-1] if vals else 0, "at_1_or_2", sum(v <= 2 for v in vals))
 PY
 cat /tmp/verdict.txt
 v() { awk -v k="$1" '$1 == k { print $'"${2:-2}"' }' /tmp/verdict.txt; }
@@ -181,5 +183,5 @@ check_ge "3: loopback pair rows" "$(v loopback_rows)" 1
 check_eq "3: loopback pair IRQ CPUs" "$(awk '$1 == "loopback_rows" { $1 = $2 = $3 = ""; print }' /tmp/verdict.txt | xargs)" "[-1]"
 check_ge "4: shared socket rows" "$(v duplex_rate 4)" 5
 check_le "4: shared socket median row against the counted rate, % off" "$(v duplex_rate 8)" 50
-check_le "4: shared socket rows below a quarter of the counted rate" "$(v duplex_rate 14)" 2
+check_eq "4: shared socket rows at 1 or 2 (the race's signature)" "$(v duplex_rate 14)" 0
 finish

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host tier: `scx_miami --observe` on this machine's own kernel, which has BTF and fentry but no
+# sched_ext (as this project's machines do). Root. Traffic: iperf3 over 127.0.0.1 only.
+#   - it starts (no sched_ext needed), says it is observing, and serves stats;
+#   - its probes count the calls of an iperf3 transfer, and the task table lists the transfer's
+#     threads with an intensiveness and no IRQ CPU (-1: loopback names none);
+#   - SIGINT ends it with exit 0 and nothing of ours stays loaded (bpftool), the socket gone.
+# Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$top/target/release/scx_miami
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+check_eq() { if [[ $2 == "$3" ]]; then pass "$1 = $2"; else fail "$1 = $2, want $3"; fi; }
+check_ge() { if (($2 >= $3)); then pass "$1 = $2 >= $3"; else fail "$1 = $2, want >= $3"; fi; }
+
+# Some build machines' kernels refuse tracing programs (fentry) altogether: then nothing here can
+# run, and nothing is counted (the VM test t_observe covers --observe on every run).
+if [[ $(bpftool feature probe kernel 2>/dev/null) == *"program_type tracing is NOT available"* ]]; then
+	echo "observe: NOT RUN: this host's kernel refuses tracing (fentry) programs; t_observe covers --observe"
+	exit 0
+fi
+if [[ -d /sys/kernel/sched_ext ]]; then
+	echo "observe: this kernel has sched_ext; the host tier runs on kernels without it" >&2
+	exit 1
+fi
+[[ -e /var/run/scx/root/stats ]] && { echo "observe: a scx_miami runs here" >&2; exit 1; }
+log=$(mktemp)
+port=5391
+iperf3 -s -B 127.0.0.1 -p $port -1 >/dev/null 2>&1 &
+srv=$!
+"$bin" --observe --stats 1 >"$log" 2>&1 &
+obs=$!
+for i in $(seq 100); do grep -q 'observing' "$log" && break; sleep 0.1; done
+check_eq "says it is observing" "$(grep -c 'observing (no scheduling)' "$log")" 1
+iperf3 -c 127.0.0.1 -p $port -t 4 >/dev/null 2>&1 &
+cl=$!
+sleep 3
+mon=$(timeout -s INT 3 "$bin" --monitor 1 2>/dev/null)
+wait "$cl" || true
+kill -INT "$obs"
+rc=0
+wait "$obs" || rc=$?
+kill "$srv" 2>/dev/null
+echo "$mon" | head -n 12
+rows=$(echo "$mon" | awk '$3 == "iperf3" && NF == 10')
+echo "$rows"
+check_ge "probe_send in a second of the transfer" "$(echo "$mon" | awk '$1 == "probe_send" { print $2; exit }')" 100
+check_ge "iperf3 rows in the task table" "$(echo "$rows" | grep -c . || true)" 1
+check_eq "their IRQ CPUs" "$(echo "$rows" | awk '{ print $7 }' | sort -u | paste -sd,)" -1
+check_ge "their highest intensiveness" "$(echo "$rows" | awk '$4 > m { m = $4 } END { print m + 0 }')" 10
+check_eq "exit status on SIGINT" "$rc" 0
+check_eq "programs left" "$(bpftool prog show 2>/dev/null | grep -c 'name miami_' || true)" 0
+check_eq "stats socket left" "$([[ -e /var/run/scx/root/stats ]] && echo yes || echo no)" no
+rm -f "$log"
+echo "$passed passed, $failed failed"
+((failed == 0))

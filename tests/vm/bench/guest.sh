@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of `make bench` (scripts/bench.sh boots the default guest and runs this): the
+# papers' experiments, each under every scheduler in one boot, one JSON object per (scenario,
+# scheduler) appended to $VM_OUT/bench.jsonl. Schedulers: eevdf, eevdf-rfs (RFS on:
+# rps_sock_flow_entries 32768, rps_flow_cnt 4096 per receive queue), scx_bpfland (when
+# MIAMI_BPFLAND names its binary), scx_miami (default flags).
+#
+#   guest.sh [--quick]
+#
+# Scenarios (--quick runs the first configuration of each, with shorter windows):
+#   micro-<irq>-<n>   MiAMI IV-A / Table II: n iperf3 receivers, half per NIC, with the NICs'
+#                     receive IRQs on: 2n = CPUs 1 and 5 (two LLCs), 2s = 1 and 2 (one LLC),
+#                     zero = both on CPU 0 (multiport study's ZERO), all = every CPU (its ALL:
+#                     the kernel picks one of the mask). n = 8, 16.
+#   mix-<j>           MiAMI IV-B / Figures 13-14: 2 bulk receivers plus j netperf TCP_RR
+#                     ping-pongs (1-byte), j = 1, 4: their p50/p99 round trip and rates.
+#   web               network-subsystem-scheduling paper: lighttpd under ab without keep-alive.
+# Metrics per run: throughput (iperf3 JSON, Gbit/s, total and per flow), requests/s and p99,
+# round-trip p50/p99 (us), placement of the receivers or server (probe.py --trace, shares of
+# core/cache/other against their NIC's IRQ CPU), their migrations, the guest's busy CPU per
+# Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
+# ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second) and the
+# scheduler process's own CPU time.
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+T_NAME=bench
+
+quick=0
+[[ ${1:-} == --quick ]] && quick=1
+out=${VM_OUT:-/tmp}/bench.jsonl
+: >"$out"
+secs=$((quick ? 6 : 10))
+scheds=(eevdf eevdf-rfs)
+[[ -n ${MIAMI_BPFLAND:-} && -x ${MIAMI_BPFLAND:-} ]] && scheds+=(bpfland)
+scheds+=(miami)
+if ((quick)); then
+	scenarios=(micro-2n-8 mix-1 web)
+else
+	scenarios=(micro-2n-8 micro-2s-8 micro-zero-8 micro-all-8 micro-2n-16 mix-1 mix-4 web)
+fi
+net_default
+bg ip netns exec cli netserver -L "$ADDR_A_CLI" -p 12865 -D
+www=/tmp/www; mkdir -p "$www"; head -c 1024 /dev/zero | tr '\0' x >"$www/index.html"
+printf 'server.document-root = "%s"\nserver.bind = "%s"\nserver.port = 80\nserver.errorlog = "/tmp/lt.err"\nindex-file.names = ( "index.html" )\n' \
+	"$www" "$ADDR_A_SRV" >/tmp/lighttpd.conf
+sysctl -q kernel.bpf_stats_enabled=1
+
+rfs() { # on|off
+	local v=0 q
+	[[ $1 == on ]] && v=32768
+	echo "$v" >/proc/sys/net/core/rps_sock_flow_entries
+	for q in /sys/class/net/{"$NIC_A","$NIC_B"}/queues/rx-*/rps_flow_cnt; do
+		echo $((v ? 4096 : 0)) >"$q"
+	done
+}
+# Start scheduler $1; SCHED_PID (empty for EEVDF).
+start() {
+	rfs off
+	case $1 in
+	eevdf) SCHED_PID= ;;
+	eevdf-rfs) rfs on; SCHED_PID= ;;
+	bpfland) MIAMI_BIN=$MIAMI_BPFLAND SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 sched_start ;;
+	miami) sched_start ;;
+	esac
+}
+stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; }; rfs off; }
+irqs() { # the NICs' receive IRQs for configuration $1
+	case $1 in
+	2n) pin_irq "$IRQ_A" 1; pin_irq "$IRQ_B" 5 ;;
+	2s) pin_irq "$IRQ_A" 1; pin_irq "$IRQ_B" 2 ;;
+	zero) pin_irq "$IRQ_A" 0; pin_irq "$IRQ_B" 0 ;;
+	all) pin_irq "$IRQ_A" "0-$(($(nproc) - 1))"; pin_irq "$IRQ_B" "0-$(($(nproc) - 1))" ;;
+	esac
+}
+first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
+cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+softirq_on() { awk -v c="$1" '/^cpu[0-9]/ && $1 == "cpu" c { print $8 }' /proc/stat; }
+# BPF run time and calls of the scheduler's programs, and its CPU time: "name ns calls" lines.
+bpf_cost() {
+	[[ -n ${SCHED_PID:-} ]] || return 0
+	bpftool prog show --json 2>/dev/null | python3 -c 'import json, sys
+for p in json.load(sys.stdin):
+    if p.get("run_cnt") and p.get("type") in ("struct_ops", "tracing"):
+        print(p["type"], p.get("name", "?"), p["run_time_ns"], p["run_cnt"])'
+}
+proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
+
+# Run scenario $1 under scheduler $2; append its JSON object.
+run() {
+	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 extra='{}' n irq srv=() cl=() irqof=() i
+	start "$s"
+	case $sc in
+	micro-*)
+		irq=${sc#micro-}; n=${irq#*-}; irq=${irq%-*}
+		irqs "$irq"
+		;;
+	*) irqs 2n; n=2 ;;
+	esac
+	local ca cb; ca=$(first_cpu "$IRQ_A"); cb=$(first_cpu "$IRQ_B")
+	[[ $sc == web ]] && n=0
+	for ((i = 0; i < n; i++)); do
+		local ip=$ADDR_A_SRV c=$ca
+		((i < n / 2)) || { ip=$ADDR_B_SRV; c=$cb; }
+		iperf_server $((5201 + i)) "$ip"
+		srv+=("$IPERF_SERVER_PID"); irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=$c")
+	done
+	for ((i = 0; i < n; i++)); do
+		local ip=$ADDR_A_SRV
+		((i < n / 2)) || ip=$ADDR_B_SRV
+		iperf_client_bg "/tmp/b-$i.json" cli "$ip" $((5201 + i)) $((secs + 4)) -J
+		cl+=("$IPERF_CLIENT_PID")
+	done
+	((n)) && wait_streaming "${srv[@]}"
+	local web=
+	if [[ $sc == web ]]; then
+		lighttpd -D -f /tmp/lighttpd.conf & web=$!
+		sleep 0.5
+		srv=("$web"); irqof=(--irq-cpu-of "$web=$ca")
+		ip netns exec cli ab -q -t "$secs" -n 10000000 -c 4 -e /tmp/ab.csv "http://$ADDR_A_SRV/index.html" >/tmp/ab.out 2>&1 &
+		cl+=($!)
+	fi
+	local rr=()
+	if [[ $sc == mix-* ]]; then
+		for ((i = 0; i < ${sc#mix-}; i++)); do
+			netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l "$secs" -- -r 1,1 \
+				-o P50_LATENCY,P99_LATENCY,TRANSACTION_RATE >"/tmp/rr-$i.out" 2>&1 &
+			rr+=($!)
+		done
+	fi
+	sleep 1
+	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(($(softirq_on "$ca") + $(softirq_on "$cb")))
+	cpu0=$(proc_cpu_s); t0=$(date +%s.%N)
+	bpf_cost >/tmp/bpf0.txt
+	local probe_opts=(--trace)
+	[[ $sc == web ]] && probe_opts=(--trace --runs)
+	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
+		"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/dev/null || true
+	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(($(softirq_on "$ca") + $(softirq_on "$cb")))
+	cpu1=$(proc_cpu_s)
+	bpf_cost >/tmp/bpf1.txt
+	local el; el=$(python3 -c "import time; print(time.time() - $t0)")
+	wait "${cl[@]}" "${rr[@]}" 2>/dev/null || true
+	[[ -n $web ]] && kill "$web"
+	kill "${srv[@]}" 2>/dev/null || true
+	stop "$s"
+	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" >>"$out" <<'PY'
+import glob, json, re, sys
+sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1 = sys.argv[1:]
+n, el = int(n), float(el)
+r = {"scenario": sc, "scheduler": s, "window_s": round(el, 2)}
+flows = []
+for f in sorted(glob.glob("/tmp/b-*.json")):
+    try:
+        flows.append(json.load(open(f))["end"]["sum_received"]["bits_per_second"] / 1e9)
+    except (ValueError, KeyError, OSError):
+        flows.append(0.0)
+if n:
+    r["gbps_total"] = round(sum(flows), 4)
+    r["gbps_min_flow"] = round(min(flows), 4)
+    r["gbps_max_flow"] = round(max(flows), 4)
+busy = (float(b1) - float(b0)) / max(float(c1) - float(c0), 1)
+r["guest_busy_pct"] = round(100 * busy, 1)
+if n and sum(flows):
+    # busy CPUs (of the guest's) per Gbit/s received
+    import os
+    r["busy_cpus_per_gbps"] = round(busy * os.cpu_count() / sum(flows), 3)
+r["softirq_irq_cpus_s"] = round((int(q1) - int(q0)) / 100, 2)
+try:
+    p = json.load(open("/tmp/probe.json"))
+    t = p["total"]["tiers"]
+    r["placement"] = {k: round(v, 4) for k, v in t.items()}
+    r["migrations"] = p["total"]["migrations"]
+    r["probe_method"] = p["method"]
+except (ValueError, KeyError, OSError, TypeError):
+    r["placement"] = None
+if sc.startswith("mix-"):
+    lat = []
+    for f in sorted(glob.glob("/tmp/rr-*.out")):
+        for line in open(f):
+            m = re.match(r"^\s*([\d.]+),([\d.]+),([\d.]+)\s*$", line)
+            if m:
+                lat.append([float(x) for x in m.groups()])
+    if lat:
+        r["rr_p50_us"] = round(sum(l[0] for l in lat) / len(lat), 1)
+        r["rr_p99_us"] = round(max(l[1] for l in lat), 1)
+        r["rr_trans_per_s"] = round(sum(l[2] for l in lat), 1)
+if sc == "web":
+    txt = open("/tmp/ab.out").read()
+    m = re.search(r"Requests per second:\s+([\d.]+)", txt)
+    r["requests_per_s"] = float(m.group(1)) if m else 0.0
+    try:
+        pct = {int(float(a)): float(b) for a, b in (l.strip().split(",") for l in open("/tmp/ab.csv").readlines()[1:])}
+        r["p99_ms"] = pct.get(99)
+    except (OSError, ValueError):
+        r["p99_ms"] = None
+def cost(f):
+    d = {}
+    for line in open(f):
+        t, name, ns, cnt = line.split()
+        d[(t, name)] = (int(ns), int(cnt))
+    return d
+if s in ("miami", "bpfland"):
+    a, b = cost("/tmp/bpf0.txt"), cost("/tmp/bpf1.txt")
+    ops = {}
+    for k, (ns, cnt) in b.items():
+        ns0, cnt0 = a.get(k, (0, 0))
+        if cnt - cnt0 > 0:
+            ops[k] = (ns - ns0, cnt - cnt0)
+    so = [v for k, v in ops.items() if k[0] == "struct_ops"]
+    tr = [v for k, v in ops.items() if k[0] == "tracing"]
+    r["bpf_ns_per_op"] = round(sum(v[0] for v in so) / max(sum(v[1] for v in so), 1), 1)
+    r["bpf_ns_per_probe"] = round(sum(v[0] for v in tr) / max(sum(v[1] for v in tr), 1), 1) if tr else None
+    r["bpf_ms_per_s"] = round(sum(v[0] for v in ops.values()) / 1e6 / el, 2)
+    r["sched_cpu_s_per_s"] = round((float(p1) - float(p0)) / el, 4)
+print(json.dumps(r))
+PY
+	rm -f /tmp/b-*.json /tmp/rr-*.out
+}
+
+total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS
+for sc in "${scenarios[@]}"; do
+	for s in "${scheds[@]}"; do
+		i=$((i + 1))
+		el=$((SECONDS - start_t))
+		eta=$((i > 1 ? el * (total - i + 1) / (i - 1) : 0))
+		log "run $i of $total: $sc under $s (elapsed ${el}s, about ${eta}s left)"
+		run "$sc" "$s"
+	done
+done
+log "done: $total runs in $((SECONDS - start_t)) s, $out"

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Render a bench run (scripts/bench.sh): DIR/bench.jsonl and DIR/run.json into DIR/results.md
+(one table per scenario, every scheduler, ratios against EEVDF in the same run) and one PNG per
+scenario with gnuplot (Debian's gnuplot-nox: no Python plotting stack to install, and the
+papers' bar charts are what it draws plainly).
+
+Usage: render.py DIR [--check]
+  --check  also assert the sanity of a --quick run (make test): every scheduler present in
+           every scenario, no zero throughput or request rate, placement shares summing to 1.
+"""
+import json
+import os
+import subprocess
+import sys
+
+CAVEAT = ("TCG models no caches: throughput, requests/s and busy CPU per Gbit/s in this VM are "
+          "mostly the emulator's, so no speed or CPU saving is claimed from them. Placement "
+          "(where tasks ran, against their NIC's IRQ CPU), migrations and BPF cost are the "
+          "findings. Runs of the same case spread by 10-25%.")
+COLS = [  # (key, header, format)
+    ("gbps_total", "Gbit/s", "{:.3f}"), ("gbps_min_flow", "min flow", "{:.3f}"),
+    ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
+    ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
+    ("rr_trans_per_s", "RR trans/s", "{:.0f}"),
+    ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
+    ("migrations", "migr", "{}"), ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
+    ("softirq_irq_cpus_s", "softirq s", "{:.2f}"), ("bpf_ns_per_op", "ns/op", "{:.0f}"),
+    ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),
+    ("sched_cpu_s_per_s", "loader CPU", "{:.3f}"),
+]
+RATIO = ["gbps_total", "requests_per_s", "rr_p99_us", "p99_ms"]
+
+
+def flat(r):
+    d = dict(r)
+    for k, v in (r.get("placement") or {}).items():
+        d[k] = v
+    return d
+
+
+def main():
+    out = sys.argv[1]
+    check = "--check" in sys.argv[2:]
+    rows = [flat(json.loads(l)) for l in open(f"{out}/bench.jsonl") if l.strip()]
+    meta = json.load(open(f"{out}/run.json")) if os.path.exists(f"{out}/run.json") else {}
+    scen = list(dict.fromkeys(r["scenario"] for r in rows))
+    scheds = list(dict.fromkeys(r["scheduler"] for r in rows))
+    md = ["# scx_miami bench", ""]
+    for k in ("date", "command", "kernel_version", "guest", "host", "scx_miami", "scx_bpfland"):
+        if k in meta:
+            md.append(f"- {k}: {meta[k]}")
+    md += ["", f"> {CAVEAT}", ""]
+    errors = []
+    for sc in scen:
+        rs = {r["scheduler"]: r for r in rows if r["scenario"] == sc}
+        cols = [c for c in COLS if any(c[0] in r and r[c[0]] is not None for r in rs.values())]
+        base = rs.get("eevdf", {})
+        md += [f"## {sc}", "", "| scheduler | " + " | ".join(c[1] for c in cols) + " | vs EEVDF |",
+               "| --- |" + " --- |" * (len(cols) + 1)]
+        for s, r in rs.items():
+            cells = []
+            for k, _, fmt in cols:
+                v = r.get(k)
+                cells.append("-" if v is None else fmt.format(v))
+            ratio = next((f"{k} {r[k] / base[k]:.2f}x" for k in RATIO
+                          if r.get(k) and base.get(k)), "-")
+            md.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+        md.append("")
+        md.append(f"![{sc}]({sc}.png)")
+        md.append("")
+        plot(out, sc, rs)
+        if check:
+            missing = [s for s in scheds if s not in rs]
+            if missing:
+                errors.append(f"{sc}: no run of {missing}")
+            for s, r in rs.items():
+                for k in ("gbps_total", "requests_per_s", "rr_trans_per_s"):
+                    if k in r and not r[k]:
+                        errors.append(f"{sc}/{s}: {k} is {r[k]}")
+                p = r.get("placement")
+                if not p or abs(sum(p.values()) - 1) > 0.01:
+                    errors.append(f"{sc}/{s}: placement shares {p}")
+    open(f"{out}/results.md", "w").write("\n".join(md) + "\n")
+    print("\n".join(md))
+    if check:
+        want = {"eevdf", "eevdf-rfs", "miami"}
+        if not want <= set(scheds):
+            errors.append(f"schedulers {scheds}, want at least {sorted(want)}")
+        for e in errors:
+            print("FAIL:", e)
+        print("bench check:", "ok" if not errors else f"{len(errors)} problems")
+        return 1 if errors else 0
+    return 0
+
+
+def plot(out, sc, rs):
+    """Placement shares per scheduler (stacked), and the scenario's main figure beside."""
+    key = next((k for k in ("gbps_total", "requests_per_s", "rr_p99_us")
+                if any(k in r for r in rs.values())), None)
+    data = f"{out}/{sc}.dat"
+    with open(data, "w") as fh:
+        for s, r in rs.items():
+            p = r.get("placement") or {}
+            fh.write(f"{s} {p.get('core', 0)} {p.get('cache', 0)} {p.get('other', 0)} "
+                     f"{r.get(key, 0) or 0}\n")
+    script = f"""
+set terminal pngcairo size 900,420 font ',10'
+set output '{out}/{sc}.png'
+set multiplot layout 1,2 title '{sc} (TCG guest: placement is the finding)'
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.8 border -1
+set boxwidth 0.6
+set yrange [0:1]
+set title 'where the measured tasks ran'
+set key outside bottom horizontal
+plot '{data}' using 2:xtic(1) title 'core', '' using 3 title 'cache', '' using 4 title 'other'
+set style histogram clustered
+set yrange [0:*]
+set title '{key or ""}'
+unset key
+plot '{data}' using 5:xtic(1) lc rgb '#4070a0'
+unset multiplot
+"""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"render: no plot for {sc}: {e}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
