@@ -23,7 +23,8 @@ sha=$(git rev-parse --short=12 HEAD 2>/dev/null || true)
 arch=$(dpkg --print-architecture)
 out=target/debian
 root=$out/root
-rm -rf "$root" && mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" \
+# One package in target/debian: t_ops installs the one it finds.
+rm -rf "$root" "$out"/scx-miami_*.deb && mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" \
 	"$root/etc/default" "$root/usr/share/doc/scx-miami"
 
 install -m 755 "$bin" "$root/usr/bin/scx_miami"

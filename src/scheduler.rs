@@ -51,6 +51,78 @@ const BATCH: u32 = 1024;
 /// Longest the run loop waits for a stats request before checking shutdown and timers.
 const TICK: Duration = Duration::from_millis(100);
 
+/// Every (key, value) of hash map @map, @batch entries per BPF_MAP_LOOKUP_BATCH call, until the
+/// kernel says ENOENT. Not libbpf-rs' lookup_batch(): its iterator ends at the first batch shorter
+/// than asked, and a hash map's batch is short whenever the next bucket does not fit in what is
+/// left of it (kernel/bpf/hashtab.c), so past one batch it may drop most entries (tests/maps.rs).
+pub fn lookup_all(map: &impl MapCore, batch: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    use libbpf_rs::libbpf_sys;
+    use std::os::fd::AsRawFd;
+
+    let (ks, vs) = (map.key_size() as usize, map.value_size() as usize);
+    let mut keys = vec![0u8; ks * batch as usize];
+    let mut values = vec![0u8; vs * batch as usize];
+    // The batch token: a bucket index (u32) for hash maps; 8 bytes leave room.
+    let (mut token_in, mut token_out) = ([0u8; 8], [0u8; 8]);
+    let opts = libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for first in std::iter::once(true).chain(std::iter::repeat(false)) {
+        let mut count = batch;
+        // SAFETY: keys and values hold @batch entries of the map's sizes; the tokens 8 bytes.
+        let ret = unsafe {
+            libbpf_sys::bpf_map_lookup_batch(
+                map.as_fd().as_raw_fd(),
+                if first {
+                    std::ptr::null_mut()
+                } else {
+                    token_in.as_mut_ptr().cast()
+                },
+                token_out.as_mut_ptr().cast(),
+                keys.as_mut_ptr().cast(),
+                values.as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        let errno = if ret < 0 { -ret } else { 0 };
+        if errno != 0 && errno != libc::ENOENT {
+            bail!(
+                "BPF_MAP_LOOKUP_BATCH on {}: {}",
+                map.name().to_string_lossy(),
+                std::io::Error::from_raw_os_error(errno)
+            );
+        }
+        let n = count.min(batch) as usize;
+        out.extend((0..n).map(|i| {
+            (
+                keys[i * ks..(i + 1) * ks].to_vec(),
+                values[i * vs..(i + 1) * vs].to_vec(),
+            )
+        }));
+        if errno == libc::ENOENT || n == 0 {
+            break;
+        }
+        token_in = token_out;
+    }
+    Ok(out)
+}
+
+/// SIGINT and SIGTERM set the returned flag instead of ending the process: the run loop (or
+/// --monitor, --tui) sees it, detaches and reports. Not ctrlc: its "termination" feature takes
+/// SIGHUP too, which is the reload signal below, and signal-hook chains to earlier handlers, so a
+/// SIGHUP would have stopped the scheduler.
+pub fn install_shutdown() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag.clone())
+            .context("installing the SIGINT/SIGTERM handler")?;
+    }
+    Ok(flag)
+}
+
 /// Route SIGHUP to a reload of the --config file instead of its default action, which would
 /// end the scheduler: the returned flag is set on each SIGHUP, and the run loop re-reads the file.
 pub fn install_sighup() -> Result<Arc<AtomicBool>> {
@@ -149,6 +221,7 @@ impl<'a> Scheduler<'a> {
         open_opts: Option<libbpf_rs::libbpf_sys::bpf_object_open_opts>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
+        let t_init = Instant::now();
         let topo = Topology::new().context("reading the CPU topology")?;
         let llcs = LlcMap::from_topology(&topo)?;
         info!(
@@ -206,23 +279,33 @@ impl<'a> Scheduler<'a> {
         data.max_moves = cfg.max_moves;
         data.target_ttl_ns = target_ttl_ns(cfg);
 
+        // How long loading (the verifier) and attaching (every task moved over) take: a
+        // restart after CPU hotplug costs as much, and under load it is seconds.
+        let t_load = Instant::now();
+        let t_attach;
         let (skel, link) = if cfg.observe {
             let mut skel = skel.load().context("loading the BPF programs")?;
+            t_attach = Instant::now();
             skel.attach()
                 .context("attaching the TCP and context-switch probes")?;
             (skel, None)
         } else {
             let mut skel = scx_ops_load!(skel, miami_ops, uei)?;
+            t_attach = Instant::now();
             let link = Some(scx_ops_attach!(skel, miami_ops)?);
             (skel, link)
         };
         info!(
-            "{}: slice {} us, release after {} ms, classes {}",
+            "{} in {:.1} s (BPF load {:.1} s, attach {:.1} s): slice {} us, release after {} ms, \
+             classes {}",
             if cfg.observe {
                 "observing (no scheduling)"
             } else {
                 "attached"
             },
+            t_init.elapsed().as_secs_f64(),
+            (t_attach - t_load).as_secs_f64(),
+            t_attach.elapsed().as_secs_f64(),
             cfg.slice_ns / 1000,
             cfg.release_ns / 1_000_000,
             match cfg.bounds {
@@ -399,18 +482,15 @@ impl<'a> Scheduler<'a> {
         }))
     }
 
-    /// Every entry of the `net_tasks` table, in one batch read (a few system calls whatever
-    /// its size: the agent reads it every round).
+    /// Every entry of the `net_tasks` table, read in batches (a few system calls whatever its
+    /// size: the agent reads it every round).
     fn read_net_tasks(&self) -> Vec<net_task> {
-        let Ok(iter) = self
-            .skel
-            .maps
-            .net_tasks
-            .lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY)
-        else {
-            return Vec::new();
-        };
-        iter.filter(|(_, v)| v.len() >= std::mem::size_of::<net_task>())
+        let rows = lookup_all(&self.skel.maps.net_tasks, BATCH).unwrap_or_else(|e| {
+            warn!("reading net_tasks: {e:#}");
+            Vec::new()
+        });
+        rows.iter()
+            .filter(|(_, v)| v.len() >= std::mem::size_of::<net_task>())
             // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
             .map(|(_, v)| unsafe { std::ptr::read_unaligned(v.as_ptr() as *const net_task) })
             .collect()

@@ -109,8 +109,11 @@ for k in "${KERNELS[@]}"; do
 		failed=$((failed + 1))
 		# CI shows only the output's tail: the recap at the end names every failed check.
 		recap+=("$name ($k):")
+		# No FAIL line (the script stopped on an error): its last lines instead.
 		while IFS= read -r l; do recap+=("    $l"); done < <(
-			sed -n "/^=== $name (/,/^vm-result: $name /p" "$log" | grep -a '^FAIL' | head -n 8)
+			sed -n "/^=== $name (/,/^vm-result: $name /p" "$log" | grep -a '^FAIL' | head -n 8 |
+				grep -a . || sed -n "/^=== $name (/,/^vm-result: $name /p" "$log" |
+				grep -av '^vm-result' | tail -n 6 | cut -c1-200)
 	done
 	if ((rc == 3 || rc == 124)); then
 		printf '%-5s %-24s %-5s %s\n' FAIL "$([[ $rc == 3 ]] && echo console || echo timeout)" "$k" "see $log"

@@ -1,30 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
-//! scx_miami binary: parse and validate the command line, set up logging and Ctrl-C, and run
+//! scx_miami binary: parse and validate the command line, set up logging and signals, and run
 //! the scheduler, restarting it when the kernel asks for a restart, or (--monitor) print the
 //! stats of a running one, or (--tui) show them live. The logic lives in the `miami` library.
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Parser;
 use log::error;
 use miami::config::{self, Config};
 use miami::opts::Opts;
-use miami::scheduler::{check_host, install_sighup, Scheduler};
+use miami::scheduler::{check_host, install_shutdown, install_sighup, Scheduler};
 
 /// Exit code for a command line that cannot be used.
 const EXIT_USAGE: u8 = 2;
 
 fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
-    // Ctrl-C / SIGTERM only set a flag; the run loop sees it, detaches and reports.
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+    let shutdown = install_shutdown()?;
 
     let path = std::path::Path::new(miami::stats::DEFAULT_SOCKET);
     if let Some(secs) = cfg.monitor_interval_s {

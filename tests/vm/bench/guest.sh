@@ -9,7 +9,8 @@
 #
 #   guest.sh [--quick]
 #
-# Scenarios (--quick runs the first configuration of each, with shorter windows):
+# Scenarios (--quick, in `make test`: micro-2n-4 and mix-1, 5 s windows; t_short_conn runs
+# lighttpd under ab there):
 #   micro-<irq>-<n>   MiAMI IV-A / Table II: n iperf3 receivers, half per NIC, with the NICs'
 #                     receive IRQs on: 2n = CPUs 1 and 5 (two LLCs), 2s = 1 and 2 (one LLC),
 #                     zero = both on CPU 0 (multiport study's ZERO), all = every CPU (its ALL:
@@ -31,12 +32,12 @@ quick=0
 [[ ${1:-} == --quick ]] && quick=1
 out=${VM_OUT:-/tmp}/bench.jsonl
 : >"$out"
-secs=$((quick ? 6 : 10))
+secs=$((quick ? 5 : 10))
 scheds=(eevdf eevdf-rfs)
 [[ -n ${MIAMI_BPFLAND:-} && -x ${MIAMI_BPFLAND:-} ]] && scheds+=(bpfland)
 scheds+=(miami)
 if ((quick)); then
-	scenarios=(micro-2n-8 mix-1 web)
+	scenarios=(micro-2n-4 mix-1)
 else
 	scenarios=(micro-2n-8 micro-2s-8 micro-zero-8 micro-all-8 micro-2n-16 mix-1 mix-4 web)
 fi
@@ -136,7 +137,7 @@ run() {
 	local probe_opts=(--trace)
 	[[ $sc == web ]] && probe_opts=(--trace --runs)
 	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
-		"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/dev/null || true
+		"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
 	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(($(softirq_on "$ca") + $(softirq_on "$cb")))
 	cpu1=$(proc_cpu_s)
 	bpf_cost >/tmp/bpf1.txt
@@ -175,6 +176,9 @@ try:
     r["probe_method"] = p["method"]
 except (ValueError, KeyError, OSError, TypeError):
     r["placement"] = None
+if not sum((r["placement"] or {}).values()):
+    # No placement: what the probe said (its summary, or its error).
+    r["probe_said"] = open("/tmp/probe.err").read()[-400:]
 if sc.startswith("mix-"):
     lat = []
     for f in sorted(glob.glob("/tmp/rr-*.out")):

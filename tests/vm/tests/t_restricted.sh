@@ -5,7 +5,7 @@
 # Two iperf3 receivers on NIC A (IRQ CPU 1) restricted with taskset to CPUs 1,2,4-7 (the IRQ
 # CPU, one LLC sibling, and the whole other LLC), and two CPU hogs restricted to CPUs 0-3 (a
 # batch job pinned to the first LLC, which holds the IRQ CPU). Under EEVDF, then scx_miami,
-# 10 s each (probe.py --trace):
+# 7 s each (probe.py --trace):
 #   - the receivers' runtime in core+cache >= 95%: they find the idle sibling inside their CPUs;
 #   - the hogs' runtime on CPU 1 <= 5%: two hogs fit on CPUs 0, 2, 3 and leave the IRQ CPU to
 #     the receivers' softirq.
@@ -15,7 +15,7 @@ set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
 net_default
-# $1 = label: hogs and receivers for 10 s; /tmp/$1-rx.json, /tmp/$1-hogs.json.
+# $1 = label: hogs and receivers for 7 s; /tmp/$1-rx.json, /tmp/$1-hogs.json.
 run() {
 	bg taskset -c 0-3 stress-ng --cpu 2 --timeout 0 --quiet
 	local hogs=$BG_PID i srv=() cl=() irqof=() workers
@@ -35,10 +35,10 @@ run() {
 	for i in $(seq 50); do (($(pgrep -c -P "$hogs") >= 2)) && break; sleep 0.1; done
 	workers=$(pgrep -P "$hogs" | paste -sd,)
 	sleep 1
-	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration 10 --trace \
+	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration 7 --trace \
 		--probe-cpu "$PROBE_CPU" --json >"/tmp/$1-rx.json" 2>"/tmp/$1-rx.txt" &
 	local p=$!
-	$PROBE --pids "$workers" --irq-cpu 1 --duration 10 --trace --probe-cpu "$PROBE_CPU" --json \
+	$PROBE --pids "$workers" --irq-cpu 1 --duration 7 --trace --probe-cpu "$PROBE_CPU" --json \
 		>"/tmp/$1-hogs.json" 2>"/tmp/$1-hogs.txt" || true
 	wait "$p" || true
 	kill "${cl[@]}" "${srv[@]}" "$hogs" 2>/dev/null || true

@@ -4,7 +4,7 @@
 # Issue #13 test 1 (stress plus traffic, every kernel of the matrix): the scx project's CI line,
 #   stress-ng --aggressive -M -c N -f N --affinity 1 --affinity-delay 1 --affinity-pin
 # (CPU, fork and affinity-changing stressors, N = CPUs) beside 16 iperf3 flows, 8 over each NIC
-# pair, for MIAMI_STRESS_SECS seconds (default 20 in `make test`; `make soak` runs 60). Pass:
+# pair, for MIAMI_STRESS_SECS seconds (default 15 in `make test`; `make soak` runs 60). Pass:
 #   - the scheduler is still enabled at the end and exits 0 on SIGINT (the runner also fails on
 #     a stall, BUG or WARNING in the console);
 #   - every flow completed: each iperf3 client exits 0 and reports its full time;
@@ -15,7 +15,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
-secs=${MIAMI_STRESS_SECS:-20}
+secs=${MIAMI_STRESS_SECS:-15}
 net_default
 sched_start
 n=$(nproc)
