@@ -200,10 +200,11 @@ fi
 # Anything else in the parens (runtime error, scx_bpf_error, runnable task stall, disabled by
 # sysrq-S, ...) is a failure; errors also print "sched_ext: NAME: <msg>" and a backtrace.
 # t_error ejects the scheduler on purpose (--test-inject-error): a "disabled (runtime error)"
-# whose next kernel lines carry that marker is the test's, not trouble.
+# (6.12) or "disabled (scx_bpf_error)" (7.x) whose next kernel lines carry that marker is the
+# test's, not trouble.
 injected=$(grep -naE '^\[ *[0-9]+\.[0-9]+\] ' "$log" | awk -F: '
 	{ line[NR] = $0; num[NR] = $1 }
-	END { for (i = 1; i <= NR; i++) if (line[i] ~ /disabled \(runtime error\)/)
+	END { for (i = 1; i <= NR; i++) if (line[i] ~ /disabled \((runtime error|scx_bpf_error)\)/)
 		for (j = i + 1; j <= i + 6 && j <= NR; j++) if (line[j] ~ /test error injected/) { print num[i]; break } }')
 bad=$(grep -naE '\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Kernel panic|Oops|(^|[^[:alpha:]])[Ss]tall(ed|s)?([^[:alpha:]]|$)|sched_ext: .*disabled \()' "$log" |
 	grep -vE 'disabled \(unregistered from (user space|BPF|the main kernel)\)' |
