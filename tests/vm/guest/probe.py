@@ -440,7 +440,8 @@ def main():
     ap.add_argument("--probe-cpu", help="pin the probe itself to these CPUs (cpulist)")
     ap.add_argument("--spin-us", type=float, default=0)
     ap.add_argument("--trace", action="store_true",
-                    help="record sched_stat_runtime in a tracefs instance instead of polling /proc")
+                    help="record sched_stat_runtime in a tracefs instance instead of polling /proc"
+                         " (none come while kernel.bpf_stats_enabled=1: seen on 7.3)")
     ap.add_argument("--runs", action="store_true",
                     help="with --trace: weigh each run (switch-in) instead of run time")
     ap.add_argument("--trace-buf-kb", type=int, default=8192,
