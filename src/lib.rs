@@ -12,6 +12,7 @@ pub mod config;
 pub mod cpulist;
 pub mod irq;
 pub mod load;
+pub mod maps;
 pub mod opts;
 pub mod policy;
 pub mod scheduler;

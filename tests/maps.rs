@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Host test of `miami::scheduler::lookup_all` on a real kernel map (no sched_ext needed, but
+//! Host test of `miami::maps::lookup_all` on a real kernel map (no sched_ext needed, but
 //! root to create a BPF map): an LRU hash shaped like net_tasks, holding more entries than one
 //! batch, is read whole. libbpf-rs' own batch iterator stops at the first short batch, and a
 //! hash map's batches are short wherever a bucket does not fit in what is left of one: on the
@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapHandle, MapType};
-use miami::scheduler::lookup_all;
+use miami::maps::lookup_all;
 
 const VALUE_SIZE: u32 = 64;
 

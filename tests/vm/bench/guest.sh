@@ -186,7 +186,7 @@ run() {
 		pkill -f 'iperf3 -c' 2>/dev/null || true
 	fi
 	wait "${cl[@]}" "${rr[@]}" 2>/dev/null || true
-	[[ -n $hogs ]] && { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng; }
+	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
 	stop "$s"
