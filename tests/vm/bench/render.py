@@ -19,7 +19,7 @@ CAVEAT = ("TCG models no caches: throughput, requests/s and busy CPU per Gbit/s 
           "(where tasks ran, against their NIC's IRQ CPU), migrations and BPF cost are the "
           "findings. Runs of the same case spread by 10-25%.")
 COLS = [  # (key, header, format)
-    ("gbps_total", "Gbit/s", "{:.3f}"), ("gbps_min_flow", "min flow", "{:.3f}"),
+    ("gbps_total", "Gbit/s", "{:.3f}"),
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"),
