@@ -39,9 +39,10 @@ overhead: build
 	scripts/overhead.sh
 
 # Long forms of the reliability tests (issue 13), beside their short forms in `make test`:
-# stress-ng plus 16 flows for 60 s on every kernel of the matrix.
+# stress-ng plus 16 flows for 60 s on every kernel of the matrix; CPU hotplug of an IRQ CPU's
+# LLC sibling too, not only of the IRQ CPU.
 soak: build deb
-	MIAMI_STRESS_SECS=60 tests/vm/suite.sh --only t_stress
+	MIAMI_STRESS_SECS=60 MIAMI_HOTPLUG_SIBLING=1 tests/vm/suite.sh --only t_stress,t_hotplug
 
 # A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.
 deb: build

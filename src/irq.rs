@@ -258,6 +258,33 @@ fn devices_elsewhere(sys: &Path) -> Vec<(String, PathBuf)> {
 /// Interfaces in other network namespaces count too (see devices_elsewhere()), under their
 /// device's name, since the IRQs they take are ours.
 pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
+    let (nics, seen) = scan(roots, only)?;
+    if let Some(missing) = only.iter().find(|n| !seen.contains(*n)) {
+        bail!(
+            "--nic {missing}: no such interface in {}, nor a net device in another network \
+             namespace (have: {})",
+            roots.sys.join("class/net").display(),
+            seen.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(nics)
+}
+
+/// discover() for a running scheduler: a NIC named in @only that is gone (hot-unplugged, its
+/// driver unbound, moved away) is no error but one of the names returned beside the NICs
+/// found. Its IRQs no longer land anywhere; the rest of the map must still be right.
+pub fn discover_present(roots: &Roots, only: &[String]) -> Result<(Vec<Nic>, Vec<String>)> {
+    let (nics, seen) = scan(roots, only)?;
+    let missing = only
+        .iter()
+        .filter(|n| !seen.contains(*n))
+        .cloned()
+        .collect();
+    Ok((nics, missing))
+}
+
+/// The NICs (filtered by @only) and every interface or device name seen.
+fn scan(roots: &Roots, only: &[String]) -> Result<(Vec<Nic>, BTreeSet<String>)> {
     let net = roots.sys.join("class/net");
     let names = parse_proc_interrupts(
         &fs::read_to_string(roots.proc.join("interrupts")).context("reading /proc/interrupts")?,
@@ -296,24 +323,23 @@ pub fn discover(roots: &Roots, only: &[String]) -> Result<Vec<Nic>> {
         if irqs.is_empty() {
             continue;
         }
-        let ifindex = ifindex_file
-            .and_then(|f| read_trim(&f)?.parse().ok())
-            .unwrap_or(0);
+        let ifindex = match ifindex_file {
+            None => 0,
+            // Listed but its ifindex unreadable: the interface is being unregistered. Taken
+            // for one in another namespace (ifindex 0), its IRQ CPUs stayed in the IRQ set
+            // after a hot-unplug (t_nic_hotplug saw CPU 5 kept with NIC B gone).
+            Some(f) => match read_trim(&f).and_then(|s| s.parse().ok()) {
+                Some(i) => i,
+                None => continue,
+            },
+        };
         nics.push(Nic {
             name,
             ifindex,
             irqs,
         });
     }
-    if let Some(missing) = only.iter().find(|n| !seen.contains(*n)) {
-        bail!(
-            "--nic {missing}: no such interface in {}, nor a net device in another network \
-             namespace (have: {})",
-            net.display(),
-            seen.into_iter().collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(nics)
+    Ok((nics, seen))
 }
 
 /// CPUs that take a receive IRQ of any of @nics.

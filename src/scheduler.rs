@@ -135,6 +135,8 @@ pub struct Scheduler<'a> {
     own_netns: u32,
     /// Whether the IRQ map was read once; later changes count in nr_irq_changes.
     irq_cpus_known: bool,
+    /// --nic names not found at the last IRQ map refresh (a NIC unplugged under us).
+    missing_nics: Vec<String>,
     nr_irq_changes: u64,
     /// RFS/RPS as last seen; logged when it changes.
     steering: Option<irq::Steering>,
@@ -271,6 +273,7 @@ impl<'a> Scheduler<'a> {
             nic_cpus: BTreeMap::new(),
             own_netns,
             irq_cpus_known: false,
+            missing_nics: Vec::new(),
             nr_irq_changes: 0,
             steering: None,
             nr_cpus: llcs.cpu_llc.len(),
@@ -327,7 +330,16 @@ impl<'a> Scheduler<'a> {
 
     /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF.
     fn refresh_irqs(&mut self) -> Result<()> {
-        let nics = irq::discover(&self.roots, &self.cfg.nics)?;
+        let (nics, missing) = irq::discover_present(&self.roots, &self.cfg.nics)?;
+        if missing != self.missing_nics {
+            for name in missing.iter().filter(|n| !self.missing_nics.contains(n)) {
+                warn!("--nic {name} is gone: its IRQs count no more until it is back");
+            }
+            for name in self.missing_nics.iter().filter(|n| !missing.contains(n)) {
+                info!("--nic {name} is back");
+            }
+            self.missing_nics = missing;
+        }
         let steering = irq::steering(&self.roots, &nics);
         if self.steering.as_ref() != Some(&steering) {
             let lines = steering.describe();

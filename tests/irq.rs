@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use miami::cpulist::{format_cpu_list, parse_cpu_list};
 use miami::irq::{
-    discover, irq_affinity, irq_cpus, nic_cpu_sets, parse_proc_interrupts, steering, Nic, NicNames,
-    QueueKind, Roots, Steering,
+    discover, discover_present, irq_affinity, irq_cpus, nic_cpu_sets, parse_proc_interrupts,
+    steering, Nic, NicNames, QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {
@@ -353,6 +353,42 @@ fn discover_unknown_nic_is_named_in_the_error() {
     for have in ["enp0s10", "eth0", "eth1", "lo", "veth0"] {
         assert!(msg.contains(have), "{msg}");
     }
+}
+
+/// A NIC hot-unplugged under a running scheduler (t_nic_hotplug): while it is unregistered its
+/// /sys/class/net entry can still be listed with its ifindex unreadable, and then it is gone.
+/// Neither may keep its IRQ CPUs in the set, and a --nic that names it is no error at runtime.
+#[test]
+fn discover_present_drops_a_nic_being_unplugged() {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("host"), t.path());
+    let r = tree_roots(&t);
+    let all = discover(&r, &[]).unwrap();
+    assert!(all.iter().any(|n| n.name == "eth0"));
+    let only = vec!["eth0".to_string(), "eth1".to_string()];
+    let eth1_cpus = nic(&discover(&r, &only).unwrap(), "eth1").rx_cpus();
+
+    std::fs::remove_file(t.path().join("sys/class/net/eth0/ifindex")).unwrap();
+    let (nics, missing) = discover_present(&r, &only).unwrap();
+    assert!(missing.is_empty(), "{missing:?}");
+    assert_eq!(
+        nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+        ["eth1"]
+    );
+    assert_eq!(irq_cpus(&nics), eth1_cpus);
+    assert!(nics.iter().all(|n| !n.elsewhere()));
+    // Without a filter too: every NIC but eth0, none of them taken for one elsewhere.
+    let rest = discover(&r, &[]).unwrap();
+    assert_eq!(rest.len(), all.len() - 1);
+    assert!(rest.iter().all(|n| n.name != "eth0" && !n.elsewhere()));
+
+    std::fs::remove_dir_all(t.path().join("sys/class/net/eth0")).unwrap();
+    let (nics, missing) = discover_present(&r, &only).unwrap();
+    assert_eq!(missing, ["eth0"]);
+    assert_eq!(irq_cpus(&nics), eth1_cpus);
+    // At startup the same name is a bad --nic.
+    let msg = format!("{:#}", discover(&r, &only).unwrap_err());
+    assert!(msg.contains("--nic eth0"), "{msg}");
 }
 
 #[test]

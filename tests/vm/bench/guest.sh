@@ -9,8 +9,8 @@
 #
 #   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]]
 #
-# Scenarios (--quick, in `make test`: micro-2n-4 and mix-1, 5 s windows; t_short_conn runs
-# lighttpd under ab there):
+# Scenarios (--quick, in `make test`: mix-1 alone, 5 s windows: bulk receivers and a
+# ping-pong, so every metric below but requests/s; t_short_conn runs lighttpd under ab there):
 #   micro-<irq>-<n>   MiAMI IV-A / Table II: n iperf3 receivers, half per NIC, with the NICs'
 #                     receive IRQs on: 2n = CPUs 1 and 5 (two LLCs), 2s = 1 and 2 (one LLC),
 #                     zero = both on CPU 0 (multiport study's ZERO), all = every CPU (its ALL:
@@ -49,7 +49,7 @@ scheds=(eevdf eevdf-rfs)
 [[ -n ${MIAMI_BPFLAND:-} && -x ${MIAMI_BPFLAND:-} ]] && scheds+=(bpfland)
 scheds+=(miami)
 if ((quick)); then
-	scenarios=(micro-2n-4 mix-1)
+	scenarios=(mix-1)
 else
 	scenarios=(micro-2n-8 micro-2s-8 micro-zero-8 micro-all-8 micro-2n-16 mix-1 mix-4 web overload)
 fi

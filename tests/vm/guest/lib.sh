@@ -41,9 +41,16 @@
 # Numbers: decimals allowed in check_*. Temp files go to /tmp (guest tmpfs overlay).
 
 set -o pipefail
+# MIAMI_TRACE=1 (passed into the guest like every MIAMI_* variable): every command of the test
+# with a wall-clock stamp, to see where a test spends its time.
+[[ -z ${MIAMI_TRACE:-} ]] || { PS4='+ ${EPOCHREALTIME} '; set -x; }
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 VM_TOP=${VM_TOP:-/work/main}
 LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Python without the site module (-S): the guest's scripts use the standard library only, and
+# a start took half the time (a loaded TCG guest started one in 1-4 s, many times per test).
+# A function, so that every `python3` of a test script gets it.
+python3() { command python3 -S "$@"; }
 PROBE="python3 $LIB_DIR/probe.py"
 IP=/usr/bin/ip
 SCHED_LOG=${SCHED_LOG:-/tmp/sched.log}
@@ -64,7 +71,10 @@ log() { printf '%s: %s\n' "$T_NAME" "$*"; }
 # --- assertions -----------------------------------------------------------------------------
 pass() { T_PASSED=$((T_PASSED + 1)); printf 'PASS: %s\n' "$*"; }
 fail() { T_FAILED=$((T_FAILED + 1)); printf 'FAIL: %s\n' "$*"; }
-_cmp() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if $1 else 1)" "$2" "$3" 2>/dev/null; }
+# awk, not Python: a Python start took 0.3 s to seconds in a loaded TCG guest, for every check.
+# Anything but two numbers fails the comparison ("none" compared as a string would not).
+_NUM='^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$'
+_cmp() { [[ $2 =~ $_NUM && $3 =~ $_NUM ]] && awk -v a="$2" -v b="$3" "BEGIN { exit !($1) }"; }
 check_ge() { if _cmp 'a>=b' "$2" "$3"; then pass "$1 = $2 >= $3"; else fail "$1 = $2, want >= $3"; fi; }
 check_le() { if _cmp 'a<=b' "$2" "$3"; then pass "$1 = $2 <= $3"; else fail "$1 = $2, want <= $3"; fi; }
 check_eq() { if [[ $2 == "$3" ]]; then pass "$1 = $2"; else fail "$1 = $2, want $3"; fi; }
@@ -204,8 +214,22 @@ iperf_server() {
 	iperf3 -s -p "$port" ${bind:+-B "$bind"} -D --pidfile "$pidf" "$@"
 	for i in $(seq 50); do [[ -s $pidf ]] && break; sleep 0.1; done
 	IPERF_SERVER_PID=$(tr -d '\0' <"$pidf")
-	# give it a moment to listen
-	for i in $(seq 50); do ss -ltn "sport = :$port" 2>/dev/null | grep -q LISTEN && break; sleep 0.1; done
+	# give it a moment to listen (IPERF_WAIT=0: the caller waits for all at once)
+	[[ ${IPERF_WAIT:-1} == 0 ]] || wait_listening "$port"
+}
+# wait_listening PORT...: until a TCP socket listens on every PORT (5 s at most). One `ss` per
+# round for all of them: started one by one with a wait each, 16 servers took 30 s under TCG.
+wait_listening() {
+	local i p n
+	for ((i = 0; i < 50; i++)); do
+		local up
+		up=$(ss -Hltn 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
+		n=0
+		for p in "$@"; do grep -qx "$p" <<<"$up" && n=$((n + 1)); done
+		((n == $#)) && return 0
+		sleep 0.1
+	done
+	return 1
 }
 iperf_client() {
 	local ns=$1 ip=$2 port=$3 secs=$4; shift 4
@@ -240,11 +264,14 @@ sched_start() {
 		args+=(--nic "$NIC_A,$NIC_B")
 	fi
 	# Background jobs of a non-interactive shell start with SIGINT ignored: undo that.
+	local t0=$EPOCHREALTIME
 	env --default-signal=INT "$bin" "${args[@]}" >"$SCHED_LOG" 2>&1 &
 	SCHED_PID=$!
 	for ((i = 0; i < limit * 10; i++)); do
 		if [[ $(sched_state) == enabled && $(sched_ops) == "$prefix"* ]]; then
-			log "scheduler $(sched_ops) enabled (pid $SCHED_PID, $((i / 10)).$((i % 10)) s)"
+			# Wall time: the polls themselves take far longer than their 0.1 s sleeps
+			# under TCG (counted polls said 2 s where the loader logged 6.6 s).
+			log "scheduler $(sched_ops) enabled (pid $SCHED_PID, $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s)"
 			return 0
 		fi
 		kill -0 "$SCHED_PID" 2>/dev/null || break
@@ -285,7 +312,10 @@ vm_reset() {
 	local i irq all
 	pkill -INT -x scx_miami 2>/dev/null || true
 	for i in $(seq 100); do [[ $(sched_state) != enabled ]] && break; sleep 0.1; done
-	pkill -x iperf3 2>/dev/null || true
+	# Every workload a test may start in the root namespace: a server left running (they
+	# daemonize, out of reach of runall's process-group kill) is a network task in the next
+	# test's totals (t_observe counts every network task).
+	pkill -x 'iperf3|lighttpd|pacer|shapes|netserver|netperf|ab|stress-ng|irqbalance' 2>/dev/null || true
 	# The test network stays from one test to the next while it is as net_setup left it: a
 	# teardown and a new setup took about 15 s per test under TCG (deleting the namespace
 	# hands the client NICs back asynchronously), 7 to 8 minutes of the suite. What a test
@@ -298,7 +328,7 @@ vm_reset() {
 	fi
 	all=0-$(($(nproc) - 1))
 	for irq in /proc/irq/[0-9]*; do echo "$all" >"$irq/smp_affinity_list" 2>/dev/null || true; done
-	rm -f /tmp/iperf-*.pid "$SCHED_LOG" /tmp/*.json /tmp/*.txt /tmp/*.out
+	rm -f /tmp/iperf-*.pid "$SCHED_LOG" /tmp/*.json /tmp/*.jsonl /tmp/*.txt /tmp/*.out
 }
 
 # --- placement workloads (scheduler tests) -------------------------------------------------
@@ -309,7 +339,8 @@ vm_reset() {
 #                        N_A iperf3 receivers on pair A and N_B on pair B (servers in the root
 #                        ns, clients in ns cli); once all are streaming, probes them for SECS-2 s,
 #                        each against its own NIC's IRQ CPU: /tmp/LABEL.json. RECEIVER_OPTS:
-#                        extra iperf3 -s options (e.g. "-i 0")
+#                        extra iperf3 -s options (e.g. "-i 0"); RECEIVERS_READY: a command run
+#                        with LABEL once they stream, before the probe (t_place_hogs: the hogs)
 # stats_total NAME       NAME in the totals that scx_miami logs when it stops ($SCHED_LOG)
 # wait_streaming PID...  wait (at most 30 s) until every iperf3 server PID has its stream
 #                        thread (iperf3 >= 3.16: one thread per stream); logs how many do
@@ -341,14 +372,15 @@ receivers_run() {
 	read -ra popts <<<"${PROBE_OPTS:-}"   # extra probe.py options, e.g. --trace
 	for ((i = 0; i < na + nb; i++)); do
 		if ((i < na)); then
-			iperf_server $((5201 + i)) "$ADDR_A_SRV" "${sopts[@]}"
+			IPERF_WAIT=0 iperf_server $((5201 + i)) "$ADDR_A_SRV" "${sopts[@]}"
 			irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=1")
 		else
-			iperf_server $((5201 + i)) "$ADDR_B_SRV" "${sopts[@]}"
+			IPERF_WAIT=0 iperf_server $((5201 + i)) "$ADDR_B_SRV" "${sopts[@]}"
 			irqof+=(--irq-cpu-of "$IPERF_SERVER_PID=5")
 		fi
 		srv+=("$IPERF_SERVER_PID")
 	done
+	wait_listening $(seq 5201 $((5200 + na + nb)))
 	for ((i = 0; i < na + nb; i++)); do
 		local ip=$ADDR_A_SRV
 		((i < na)) || ip=$ADDR_B_SRV
@@ -371,9 +403,19 @@ receivers_run() {
 		((up < na + nb)) && sleep 0.2
 	done
 	log "$label: $up of $((na + nb)) receivers streaming after $((SECONDS - t0)) s"
-	sleep 1
+	local go=/tmp/$label.go probe
+	rm -f "$go" "$go.ready"
 	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 2)) --hz 100 \
-		--probe-cpu "$PROBE_CPU" "${popts[@]}" --json >"/tmp/$label.json" 2>"/tmp/$label.txt" || true
+		--probe-cpu "$PROBE_CPU" "${popts[@]}" --go-file "$go" --json \
+		>"/tmp/$label.json" 2>"/tmp/$label.txt" &
+	probe=$!
+	# The hook (t_place_hogs: a hog per CPU) runs once the probe is loaded, and the window
+	# starts a second after it.
+	for ((i = 0; i < 600; i++)); do [[ -e $go.ready ]] || ! kill -0 "$probe" 2>/dev/null && break; sleep 0.1; done
+	[[ -z ${RECEIVERS_READY:-} ]] || "$RECEIVERS_READY" "$label"
+	sleep 1
+	: >"$go"
+	wait "$probe" || true
 	kill "${cl[@]}" 2>/dev/null || true
 	wait "${cl[@]}" 2>/dev/null || true
 	kill "${srv[@]}" 2>/dev/null || true

@@ -8,7 +8,8 @@ it judges EEVDF, scx_miami and peer schedulers alike.
 Usage:
   probe.py (--pids PID[,PID...] | --comm NAME) --duration SEC [--hz 200] [--irq-cpu N]
            [--irq-cpu-of PID=CPU ...] [--irq-of PID=IRQ ...] [--llc "0-3,4-7"]
-           [--probe-cpu N] [--trace [--runs] [--trace-buf-kb KB]] [--json] [--out FILE]
+           [--probe-cpu N] [--trace [--runs] [--trace-buf-kb KB]] [--go-file F] [--json]
+           [--out FILE]
 
 Method:
   Every 1/hz s each thread of each PID (/proc/PID/task/TID, thread list refreshed every
@@ -273,6 +274,8 @@ def trace(a, pids):
     try:
         wr(inst + "/buffer_size_kb", str(a.trace_buf_kb))
         watch()
+        wait_go(a)
+        watch()
         wr(ev + "enable", "1")
         wr(inst + "/trace_marker", "miami-probe start")
         t0 = time.monotonic()
@@ -358,8 +361,28 @@ def replay(path, tgid, pids, runs=False):
     return accs, events
 
 
+def wait_go(a):
+    """With --go-file F: say ready (create F.ready), then wait until F exists. The window
+    starts then, with the probe long loaded: a Python start took 13-20 s in a TCG guest with a
+    hog on every CPU (reading the interpreter's files from the host starves with them)."""
+    global GO_WAITED
+    if not a.go_file:
+        return
+    open(a.go_file + ".ready", "w").close()
+    t0 = time.monotonic()
+    while not os.path.exists(a.go_file):
+        if time.monotonic() > t0 + 300:
+            sys.exit(f"probe: {a.go_file} did not appear within 300 s")
+        time.sleep(0.02)
+    GO_WAITED = time.monotonic() - t0
+
+
+GO_WAITED = 0.0  # s spent in wait_go(): no overhead of the probe's
+
+
 def sample(a, pids, llcs, live):
     """Poll /proc at --hz for --duration s. Returns (accs, samples, elapsed s)."""
+    wait_go(a)
     live_cpu = {}
     accs = {}
     last = {}  # (pid, tid) -> (runtime, cpu)
@@ -425,7 +448,18 @@ def sample(a, pids, llcs, live):
     return accs, samples, time.monotonic() - start
 
 
+def started_s_ago():
+    """Seconds since this process was forked: how long Python took to get to main()."""
+    try:
+        start_ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+        up = float(open("/proc/uptime").read().split()[0])
+        return round(up - start_ticks / os.sysconf("SC_CLK_TCK"), 2)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def main():
+    startup = started_s_ago()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--pids", help="comma separated PIDs")
@@ -444,8 +478,14 @@ def main():
                          " (none come while kernel.bpf_stats_enabled=1: seen on 7.3)")
     ap.add_argument("--runs", action="store_true",
                     help="with --trace: weigh each run (switch-in) instead of run time")
-    ap.add_argument("--trace-buf-kb", type=int, default=8192,
-                    help="per-CPU trace buffer with --trace (default 8192)")
+    # 1 MB per CPU holds 6,000+ events (the busiest window seen recorded 2,940 in 6 s over
+    # 8 CPUs). 8 MB cost 8-13 s per probe in a TCG guest, allocating and freeing 64 MB of
+    # ring buffer pages around every window.
+    ap.add_argument("--trace-buf-kb", type=int, default=1024,
+                    help="per-CPU trace buffer with --trace (default 1024; lost events are "
+                         "reported)")
+    ap.add_argument("--go-file", metavar="F",
+                    help="set up, create F.ready, and start the window once F exists")
     ap.add_argument("--threads", action="store_true",
                     help="print each thread's run time per CPU under its process")
     ap.add_argument("--json", action="store_true")
@@ -469,13 +509,18 @@ def main():
         live[int(p)] = int(n)
 
     pids = [int(p) for p in a.pids.split(",")] if a.pids else find_comm(a.comm)
+    t_in = time.monotonic()
     if a.trace:
         accs, samples, elapsed, lost = trace(a, pids)
     else:
         accs, samples, elapsed = sample(a, pids, llcs, live)
         lost = None
 
+    # Where a probe's wall time goes besides its window (slow starts under TCG load).
+    overhead = {"start_s": startup,
+                "around_window_s": round(time.monotonic() - t_in - elapsed - GO_WAITED, 2)}
     res = {"duration": round(elapsed, 3), "samples": samples, "lost_events": lost,
+           "overhead": overhead,
            "method": ("trace-runs" if a.runs else "trace") if a.trace else "sample",
            "hz": round(samples / elapsed, 1) if elapsed else 0, "llc": llcs, "pids": {}}
     total = Acc()
@@ -505,6 +550,8 @@ def main():
     else:
         print(f"probe: {res['duration']} s, {samples} samples ({res['hz']} Hz), llc {llcs}",
               file=out)
+    print(f"probe: started in {overhead['start_s']} s, {overhead['around_window_s']} s around "
+          "the window", file=out)
     print(f"{'pid':>8} {'comm':<15} {'irq':>3} {'thr':>3} {'run ms':>9} {'core':>6} {'cache':>6}"
           f" {'other':>6} {'migr':>5}  cpus", file=out)
     accs_s = {str(p): acc for p, acc in accs.items()}

@@ -28,7 +28,7 @@ for t in "$@"; do
 	name=$(basename "${t%.sh}")
 	vm_reset
 	echo "=== $name ($(uname -r)) ==="
-	start=$(date +%s.%N)
+	start=$EPOCHREALTIME
 	if [[ -x $t ]]; then
 		# timeout puts the test in its own process group: kill what it leaves behind.
 		timeout -k 5 "$limit" "$t" &
@@ -40,7 +40,7 @@ for t in "$@"; do
 		echo "runall: no executable $t"
 		rc=127
 	fi
-	secs=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+	secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 	((rc == 124)) && echo "runall: $name timed out after ${limit}s"
 	if [[ $(sched_state) == enabled ]]; then
 		echo "runall: $name left sched_ext enabled ($(sched_ops))"
@@ -50,7 +50,7 @@ for t in "$@"; do
 	if [[ -n ${VM_OUT:-} ]]; then
 		mkdir -p "$VM_OUT/$name"
 		find /tmp -maxdepth 1 -type f \( -name '*.log' -o -name '*.json' -o -name '*.txt' -o -name '*.out' \) \
-			-exec cp {} "$VM_OUT/$name/" \; 2>/dev/null
+			-exec cp -t "$VM_OUT/$name/" {} + 2>/dev/null
 	fi
 	res=PASS; ((rc)) && { res=FAIL; bad=1; }
 	echo "vm-result: $name $res rc=$rc secs=$secs"

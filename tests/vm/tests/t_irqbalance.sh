@@ -4,17 +4,20 @@
 # Issue #4 test 3: the real irqbalance daemon (Debian's, run in the guest) moves the NIC IRQs
 # while 4 iperf3 receivers (2 per NIC) run. Before it starts, both receive IRQs are pinned to
 # CPU 7, a placement irqbalance undoes in its first pass (it moved them to CPUs 0 and 3 in one
-# run, then left them there). It then runs 35 s (--interval 5).
-#   - no error: irqbalance is still running after 35 s, exits on SIGTERM, and logs no error;
+# run, then left them there). It then runs 26 s (--interval 5; 35 s before the suite had to fit
+# its hour: its moves came 9-23 s after the start).
+#   - no error: irqbalance is still running after 26 s, exits on SIGTERM, and logs no error;
 #     the scheduler stays enabled and stops cleanly;
 #   - the scheduler's IRQ map follows: at every sample of the scheduler's IRQ CPU set (scx_miami
 #     --monitor 0.1) it is compared with the CPUs the two receive IRQs really target
-#     (/proc/irq/N/effective_affinity_list). After every move, it must agree within 2000 ms:
+#     (/proc/irq/N/effective_affinity_list, or the mask while a move is pending: x86 moves
+#     a vector at its next interrupt, and a polling NIC may take none for seconds). After
+#     every move, it must agree within 2000 ms:
 #     the IRQ map is re-read every 500 ms, and under this load the monitor's samples arrive up
 #     to ~1 s apart, which the measured delay includes (one run: 290 and 1189 ms). irqbalance
 #     must have moved them at least once;
 #   - placement follows: the neutral probe (--irq-of: each receiver's IRQ CPU is its NIC IRQ's
-#     CPU at that moment) over the last 25 s: >= 80% of the receivers' runtime in core+cache.
+#     CPU at that moment) over the last 16 s: >= 80% of the receivers' runtime in core+cache.
 # EEVDF first, as the baseline: the same, with a first irqbalance for 10 s; then the IRQs go
 # back to CPU 7 and the scheduler starts before the second irqbalance, so that it sees the
 # moves. Class bounds scaled to TCG as in t_repin (--class-bounds 20,10).
@@ -52,33 +55,45 @@ probe() {
 	cat "/tmp/$1.txt"
 }
 irqbalance_start /tmp/irqbalance-eevdf.log
-probe eevdf 10
+probe eevdf 6
 kill -TERM "$IB"
 wait "$IB" || true
 
 pin_irq "$IRQ_A" 7
 pin_irq "$IRQ_B" 7
 sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 20,10
-# The follow check runs for 35 s, from before irqbalance starts.
+# The follow check runs for 26 s, from before irqbalance starts.
 python3 -u - "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
 import subprocess, sys, time
 bin, irqs = sys.argv[1], sys.argv[2:]
+def cpus(path):
+    out = set()
+    for part in open(path).read().strip().split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
 def actual():
-    s = set()
+    # Where each IRQ's next interrupt goes. x86 moves a vector only at its next interrupt:
+    # until then the effective list still names the CPU it left, while the mask already
+    # excludes it (in one run a busy NIC's effective list lagged a move by 5 s).
+    s, raw = set(), []
     for n in irqs:
-        with open(f"/proc/irq/{n}/effective_affinity_list") as f:
-            s.add(int(f.read().strip().split(",")[0].split("-")[0]))
-    return ",".join(str(c) for c in sorted(s))
+        eff = cpus(f"/proc/irq/{n}/effective_affinity_list")
+        mask = cpus(f"/proc/irq/{n}/smp_affinity_list")
+        s |= eff if eff <= mask else mask
+        raw.append(f"{n}: effective {sorted(eff)} mask {sorted(mask)}")
+    return ",".join(str(c) for c in sorted(s)), "; ".join(raw)
 mon = subprocess.Popen([bin, "--monitor", "0.1"], stdout=subprocess.PIPE, text=True)
 start = time.monotonic()
-last, since, lag_open, moves, worst, late = actual(), None, None, 0, 0.0, 0
+(last, _), since, lag_open, moves, worst, late = actual(), None, None, 0, 0.0, 0
 print(f"start actual {last}")
 for line in mon.stdout:
     if not line.startswith("irq_cpus"):
         continue
     now = time.monotonic()
     sched = line.split()[1] if len(line.split()) > 1 else ""
-    cur = actual()
+    cur, raw = actual()
     if cur != last:
         moves += 1
         print(f"{now - start:6.1f}s IRQs moved {last} -> {cur}")
@@ -90,7 +105,8 @@ for line in mon.stdout:
         lag_open = None
     if lag_open is not None and now - lag_open > 2.0:
         late += 1
-    if now - start > 35:
+        print(f"{now - start:6.1f}s late: scheduler says {sched}, IRQs {raw}")
+    if now - start > 26:
         break
 mon.terminate()
 if lag_open is not None:
@@ -107,9 +123,9 @@ sleep 0.5
 irqbalance_start /tmp/irqbalance.log
 t_start=$SECONDS
 sleep 8
-probe miami 25
+probe miami 16
 wait "$follow" || true
-while ((SECONDS - t_start < 35)); do sleep 1; done
+while ((SECONDS - t_start < 26)); do sleep 1; done
 alive=no
 kill -0 "$IB" 2>/dev/null && alive=yes
 kill -TERM "$IB" 2>/dev/null || true
@@ -120,7 +136,7 @@ sched_stop || fail "sched_stop"
 echo "--- irqbalance log (first 20 lines):"; head -n 20 /tmp/irqbalance.log
 echo "--- IRQ moves and the scheduler's view:"; cat /tmp/follow.txt
 read -r _ moves _ worst _ late _ fsched _ factual < <(grep '^moves ' /tmp/follow.txt) || true
-check_eq "irqbalance still running after 35 s" "$alive" yes
+check_eq "irqbalance still running after 26 s" "$alive" yes
 check_eq "irqbalance exit status on SIGTERM" "$ib_rc" 0
 check_eq "irqbalance log lines with error/fail" \
 	"$(grep -ciE 'error|fail' /tmp/irqbalance.log || true)" 0

@@ -49,8 +49,13 @@ entries_gone=$(nic_entries)
 row=$(mon | awk -v t="$tid_b" '$1 == t')
 log "NIC B gone: IRQ CPUs $irq_gone, nic_cpus entries $entries0 -> $entries_gone, receiver row: ${row:-none}"
 echo 1 >/sys/bus/pci/rescan
-for i in $(seq 100); do new=$(_iface_by_mac $MAC_B_SRV) && break; sleep 0.1; done
-irq_new=$(_input_irq "$new" || true)
+# The kernel names it eth0 first and udev renames it a moment later: "NIC B back as eth0",
+# then "Cannot find device eth0". Wait for its final name (10 s at most).
+new= irq_new=
+for i in $(seq 100); do
+	new=$(_iface_by_mac $MAC_B_SRV) && [[ $new != eth* ]] && irq_new=$(_input_irq "$new") && break
+	sleep 0.1
+done
 log "NIC B back as $new, receive IRQ $irq_new"
 $IP addr add "$ADDR_B_SRV/24" dev "$new" && $IP link set "$new" up
 [[ -n $irq_new ]] && pin_irq "$irq_new" 5
