@@ -364,7 +364,7 @@ def replay(path, tgid, pids, runs=False):
 def wait_go(a):
     """With --go-file F: say ready (create F.ready), then wait until F exists. The window
     starts then, with the probe long loaded: a Python start took 13-20 s in a TCG guest with a
-    hog on every CPU (reading the interpreter's files from the host starves with them)."""
+    hog on every CPU, even as a real-time task."""
     global GO_WAITED
     if not a.go_file:
         return
