@@ -63,16 +63,13 @@ pin_irq "$IRQ_A" 7
 pin_irq "$IRQ_B" 7
 sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 20,10
 # The follow check runs for 26 s, from before irqbalance starts.
-python3 -u - "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
+python3 -u - "$LIB_DIR" "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
 import subprocess, sys, time
-bin, irqs = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, sys.argv[1])
+from probe import parse_cpulist
+bin, irqs = sys.argv[2], sys.argv[3:]
 def cpulist(text):
-    out = set()
-    for part in text.strip().split(","):
-        if part:
-            a, _, b = part.partition("-")
-            out.update(range(int(a), int(b or a) + 1))
-    return out
+    return set(parse_cpulist(text))
 def cpus(path):
     return cpulist(open(path).read())
 def same(sched, cur):
