@@ -9,10 +9,10 @@
 #   - after each change sched_ext is enabled again within 60 s (measured from the write
 #     to /sys/devices/system/cpu/cpuN/online to state "enabled", polled every 20 ms; the next
 #     change waits for it: one during a load makes the kernel refuse that load). The time is the
-#     loader's restart, mostly the BPF verifier and the attach: 1-2 s in an idle TCG guest, 20 s
-#     and more while the receivers stream (the loader logs each "attached in N s");
-#   - the log says it restarted for each (a load after the first per change), and the scheduler exits 0 at
-#     the end;
+#     loader's restart, mostly the BPF load and the attach: 5.5 s in an idle TCG guest, 13-17 s
+#     while the receivers stream (the loader logs each "attached in N s");
+#   - the log says it restarted for each (a load after the first per change), and the
+#     scheduler exits 0 at the end;
 #   - while CPU 5 is offline its NIC's IRQ moved elsewhere, and the IRQ CPUs scx_miami reports
 #     name where it went (the IRQ map is rebuilt), and after it is back online and re-pinned,
 #     1,5 again;

@@ -18,7 +18,7 @@
 #     must have moved them at least once;
 #   - placement follows: the neutral probe (--irq-of: each receiver's IRQ CPU is its NIC IRQ's
 #     CPU at that moment) over the last 16 s: >= 80% of the receivers' runtime in core+cache.
-# EEVDF first, as the baseline: the same, with a first irqbalance for 10 s; then the IRQs go
+# EEVDF first, as the baseline: the same, with a first irqbalance for 6 s; then the IRQs go
 # back to CPU 7 and the scheduler starts before the second irqbalance, so that it sees the
 # moves. Class bounds scaled to TCG as in t_repin (--class-bounds 20,10).
 set -euo pipefail
@@ -74,7 +74,7 @@ def cpus(path):
     return cpulist(open(path).read())
 def same(sched, cur):
     # As sets: scx_miami prints ranges ("0-1"). Compared as strings, "0-1" never equalled
-    # "0,1", and CI's run and one here failed on 19 and 7 samples of an agreement.
+    # "0,1", and a CI run and one here failed on 7 and 19 samples of an agreement.
     try:
         return cpulist(sched) == cpulist(cur)
     except ValueError:

@@ -70,19 +70,14 @@ for line in lines:
     if t0 < s["t"] <= t1 + 1:
         for k in ns:
             ns[k] += s["c"].get(f"run_{k}_ns", 0)
-        rows += [r for r in s["rows"] if r[1] in srv]
+        rows += s["rows"]
 tot = sum(ns.values()) or 1
 print("observed_core_cache", round(100 * (ns["core"] + ns["cache"]) / tot, 1))
 # Which network tasks its totals cover, and the IRQ CPU it gave each: rows of the window.
 seen = {}
-for line in lines:
-    try:
-        s = json.loads(line)
-    except ValueError:
-        continue
-    if t0 < s["t"] <= t1 + 1:
-        for r in s["rows"]:
-            seen.setdefault((r[1], r[2]), set()).add(r[6])
+for r in rows:
+    seen.setdefault((r[1], r[2]), set()).add(r[6])
+rows = [r for r in rows if r[1] in srv]
 for (tgid, comm), irqs in sorted(seen.items()):
     print("row", tgid, comm, "irq_cpus", ",".join(str(c) for c in sorted(irqs)))
 print("receiver_irq_cpus", ",".join(sorted({str(r[6]) for r in rows})) or "none")

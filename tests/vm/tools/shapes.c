@@ -39,8 +39,10 @@
  *                         i % BUSY_EVERY == 0 (its own thread sends 64 bytes every
  *                         BUSY_DELAY_US), idle otherwise (one thread walks the idle ones
  *                         round-robin: a 1-byte send to each every IDLE_MS). Prints once all
- *                         are connected, then at the end:
+ *                         are connected, each time every idle one has had one more send (a
+ *                         loaded guest falls behind IDLE_MS), and at the end:
  *                           shapes: fanout connected N busy B
+ *                           shapes: fanout idle round R done
  *                           shapes: fanout busy_sends X idle_sends Y secs S
  *
  * Pacing, as in pacer: absolute deadlines, each one delay after the previous (one more than a
@@ -390,9 +392,14 @@ static unsigned long idle_conns(int *s, int n, double idle_ms, double end)
 	unsigned long sends = 0, due;
 
 	while (n && (t = now_us()) < end) {
-		for (due = (t - start) / step + 1; sends < due; sends++)
+		for (due = (t - start) / step + 1; sends < due; sends++) {
 			if (write_all(s[sends % n], "x", 1) < 0)
 				fail("shapes fanout: send");
+			if ((sends + 1) % n == 0) {
+				printf("shapes: fanout idle round %lu done\n", (sends + 1) / n);
+				fflush(stdout);
+			}
+		}
 		t = start + sends * step;
 		sleep_until(t < end ? t : end);
 	}
