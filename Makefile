@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 BIN := target/release/scx_miami
 TOOLS := target/tools/pacer target/tools/shapes
 
-.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead
+.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead scxtop
 
 all: build
 
@@ -43,6 +43,15 @@ overhead: build
 # LLC sibling too, not only of the IRQ CPU.
 soak: build deb
 	MIAMI_STRESS_SECS=60 MIAMI_HOTPLUG_SIBLING=1 tests/vm/suite.sh --only t_stress,t_hotplug
+
+# scxtop, the scx project's observability tool, against a running scx_miami in the guest
+# (issue 15; docs/operations.md says what it shows). Built once from the crate registry into
+# .cache/scxtop: about ten minutes of compiling, which is why it is not part of `make test`.
+SCXTOP_VERSION = 1.1.4
+scxtop: build
+	[ -x .cache/scxtop/bin/scxtop ] || BPF_CLANG=$${BPF_CLANG:-clang-19} cargo install --locked \
+		--quiet --root .cache/scxtop scxtop@$(SCXTOP_VERSION)
+	tests/vm/suite.sh --only t_scxtop
 
 # A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.
 deb: build

@@ -84,13 +84,31 @@ pub fn busy_pct(prev: &[CpuTimes], cur: &[CpuTimes]) -> Vec<f64> {
 #[derive(Debug, Default)]
 pub struct LoadReader {
     prev: Vec<CpuTimes>,
+    /// /proc/stat, opened once: the agent reads it ten times a second, and a read from offset
+    /// 0 makes the kernel generate it afresh, so open and close would be two system calls
+    /// per round for nothing.
+    file: Option<std::fs::File>,
+    buf: String,
 }
 
 impl LoadReader {
     /// Busy percent per CPU since the previous call (since boot on the first call).
     pub fn read(&mut self) -> Result<Vec<f64>> {
-        let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
-        self.update(&text)
+        use std::io::{Read, Seek, SeekFrom};
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self
+                .file
+                .insert(std::fs::File::open("/proc/stat").context("opening /proc/stat")?),
+        };
+        self.buf.clear();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut self.buf))
+            .context("reading /proc/stat")?;
+        let text = std::mem::take(&mut self.buf);
+        let pct = self.update(&text);
+        self.buf = text;
+        pct
     }
 
     /// `read` on given /proc/stat text (tests).

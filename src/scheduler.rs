@@ -49,6 +49,13 @@ pub fn task_max_age_ms(release_ns: u64) -> u64 {
 const MOVE_ROUNDS: u64 = 3;
 /// Entries per batch when reading net_tasks.
 const BATCH: u32 = 1024;
+/// Every this many IRQ map refreshes (--irq-refresh-ms) a full scan: interfaces, devices in
+/// other namespaces, IRQ vectors and their names, RFS/RPS. In between, only the receive IRQs'
+/// targets and the interface list are read (irq::reread_rx_affinity()): at the 1 s default a
+/// full scan every time cost more CPU than the agent's ten rounds a second (t_bench's loader
+/// CPU under TCG). So queues added to a NIC in place (ethtool -L) are seen within 10 refreshes;
+/// a NIC that comes or goes, or loses a receive IRQ, at the next one.
+const FULL_SCAN_EVERY: u32 = 10;
 /// Longest the run loop waits for a stats request before checking shutdown and timers.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -137,6 +144,12 @@ pub struct Scheduler<'a> {
     irq_cpus_known: bool,
     /// --nic names not found at the last IRQ map refresh (a NIC unplugged under us).
     missing_nics: Vec<String>,
+    /// The NICs of the last full IRQ scan, their receive IRQs' targets as last read.
+    nics: Vec<irq::Nic>,
+    /// /sys/class/net at the last full IRQ scan: a change asks for the next one at once.
+    ifnames: BTreeSet<String>,
+    /// IRQ map refreshes since the last full scan.
+    refreshes_since_scan: u32,
     nr_irq_changes: u64,
     /// RFS/RPS as last seen; logged when it changes.
     steering: Option<irq::Steering>,
@@ -274,6 +287,9 @@ impl<'a> Scheduler<'a> {
             own_netns,
             irq_cpus_known: false,
             missing_nics: Vec::new(),
+            nics: Vec::new(),
+            ifnames: BTreeSet::new(),
+            refreshes_since_scan: FULL_SCAN_EVERY,
             nr_irq_changes: 0,
             steering: None,
             nr_cpus: llcs.cpu_llc.len(),
@@ -328,29 +344,24 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF.
+    /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF: the receive IRQs' targets
+    /// only, or a full scan every FULL_SCAN_EVERY refreshes, when the interface list changed,
+    /// or when a receive IRQ is gone.
     fn refresh_irqs(&mut self) -> Result<()> {
-        let (nics, missing) = irq::discover_present(&self.roots, &self.cfg.nics)?;
-        if missing != self.missing_nics {
-            for name in missing.iter().filter(|n| !self.missing_nics.contains(n)) {
-                warn!("--nic {name} is gone: its IRQs count no more until it is back");
+        let ifnames = irq::interface_names(&self.roots);
+        self.refreshes_since_scan += 1;
+        let quick = (self.refreshes_since_scan < FULL_SCAN_EVERY && ifnames == self.ifnames)
+            .then(|| irq::reread_rx_affinity(&self.roots, &self.nics))
+            .flatten();
+        let nics = match quick {
+            Some(nics) => nics,
+            None => {
+                self.refreshes_since_scan = 0;
+                self.ifnames = ifnames;
+                self.scan_irqs()?
             }
-            for name in self.missing_nics.iter().filter(|n| !missing.contains(n)) {
-                info!("--nic {name} is back");
-            }
-            self.missing_nics = missing;
-        }
-        let steering = irq::steering(&self.roots, &nics);
-        if self.steering.as_ref() != Some(&steering) {
-            let lines = steering.describe();
-            if lines.is_empty() && self.steering.is_some() {
-                info!("RFS and RPS are off now: softirq runs where the NIC IRQs land");
-            }
-            for l in lines {
-                info!("{l}");
-            }
-            self.steering = Some(steering);
-        }
+        };
+        self.nics = nics.clone();
         let cpus = irq::irq_cpus(&nics);
         let nic_cpus = irq::nic_cpu_sets(&nics);
         if cpus == self.irq_cpus && nic_cpus == self.nic_cpus && self.irq_cpus_known {
@@ -387,6 +398,33 @@ impl<'a> Scheduler<'a> {
         self.irq_cpus = cpus;
         self.nic_cpus = nic_cpus;
         Ok(())
+    }
+
+    /// The full half of an IRQ map refresh: every NIC and its IRQs (irq::discover_present()),
+    /// with --nic names gone or back and RFS/RPS changes logged.
+    fn scan_irqs(&mut self) -> Result<Vec<irq::Nic>> {
+        let (nics, missing) = irq::discover_present(&self.roots, &self.cfg.nics)?;
+        if missing != self.missing_nics {
+            for name in missing.iter().filter(|n| !self.missing_nics.contains(n)) {
+                warn!("--nic {name} is gone: its IRQs count no more until it is back");
+            }
+            for name in self.missing_nics.iter().filter(|n| !missing.contains(n)) {
+                info!("--nic {name} is back");
+            }
+            self.missing_nics = missing;
+        }
+        let steering = irq::steering(&self.roots, &nics);
+        if self.steering.as_ref() != Some(&steering) {
+            let lines = steering.describe();
+            if lines.is_empty() && self.steering.is_some() {
+                info!("RFS and RPS are off now: softirq runs where the NIC IRQs land");
+            }
+            for l in lines {
+                info!("{l}");
+            }
+            self.steering = Some(steering);
+        }
+        Ok(nics)
     }
 
     /// Bring BPF's nic_cpus map from self.nic_cpus to @new, then tell the receive probe that

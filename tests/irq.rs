@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use miami::cpulist::{format_cpu_list, parse_cpu_list};
 use miami::irq::{
-    discover, discover_present, irq_affinity, irq_cpus, nic_cpu_sets, parse_proc_interrupts,
-    steering, Nic, NicNames, QueueKind, Roots, Steering,
+    discover, discover_present, interface_names, irq_affinity, irq_cpus, nic_cpu_sets,
+    parse_proc_interrupts, reread_rx_affinity, steering, Nic, NicNames, QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {
@@ -320,6 +320,44 @@ fn affinity_believes_the_mask_while_a_repin_is_pending() {
     assert_eq!(irq_affinity(&r, 32), [4, 5, 6, 7]);
     assert_eq!(irq_affinity(&r, 33), [6]);
     assert_eq!(irq_affinity(&r, 34), [3]);
+}
+
+/// Between full scans, a refresh re-reads the targets of receive IRQs only. On the fixture,
+/// enp0s10 has config 42 (0), input.0 43 (1), output.0 44, input.1 45 (2-3). Re-pinning 43 to
+/// 5 and 45 to 6 shows; moving config vector 42 to 7 does not (no receive IRQ, never re-read);
+/// a receive IRQ that is gone (its /proc/irq entry removed) asks for a full scan.
+#[test]
+fn reread_rx_affinity_follows_receive_irqs_only() {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("host"), t.path());
+    let r = Roots {
+        sys: t.path().join("sys"),
+        proc: t.path().join("proc"),
+    };
+    let nics = discover(&r, &[]).unwrap();
+    assert_eq!(nic(&nics, "enp0s10").rx_cpus(), set(&[1, 2, 3]));
+    put(t.path(), "proc/irq/43/smp_affinity_list", "5");
+    put(t.path(), "proc/irq/43/effective_affinity_list", "5");
+    put(t.path(), "proc/irq/45/smp_affinity_list", "6");
+    put(t.path(), "proc/irq/42/effective_affinity_list", "7");
+    let again = reread_rx_affinity(&r, &nics).unwrap();
+    let v = nic(&again, "enp0s10");
+    assert_eq!(v.rx_cpus(), set(&[5, 6]));
+    assert_eq!((v.irqs[0].irq, v.irqs[0].cpus.as_slice()), (42, &[0][..]));
+    assert_eq!(nic(&again, "eth0").rx_cpus(), set(&[4, 5, 6, 7]));
+    std::fs::remove_dir_all(t.path().join("proc/irq/45")).unwrap();
+    assert_eq!(reread_rx_affinity(&r, &nics), None);
+}
+
+#[test]
+fn interface_names_lists_class_net() {
+    let names: Vec<String> = interface_names(&roots("host")).into_iter().collect();
+    assert_eq!(names, ["enp0s10", "eth0", "eth1", "lo", "veth0"]);
+    let nowhere = Roots {
+        sys: "/nonexistent".into(),
+        proc: "/nonexistent".into(),
+    };
+    assert!(interface_names(&nowhere).is_empty());
 }
 
 #[test]

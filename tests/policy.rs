@@ -506,6 +506,25 @@ fn proc_stat_busy_includes_irq_excludes_idle_iowait_and_guest() {
     assert_eq!(r.update(STAT1).unwrap(), vec![0.0, 0.0]);
 }
 
+/// The live /proc/stat, read through the file kept open: each read is a fresh reading (a
+/// stale one would give 0% busy on every CPU forever), so a CPU kept busy between two reads
+/// shows as busy.
+#[test]
+fn load_reader_rereads_the_live_file() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut r = LoadReader::default();
+    let first = r.read().unwrap();
+    assert!(first.len() >= cpus, "{first:?}");
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+    while std::time::Instant::now() < until {
+        std::hint::black_box(0u64);
+    }
+    let busy = r.read().unwrap();
+    assert!(busy.iter().all(|p| (0.0..=100.0).contains(p)), "{busy:?}");
+    // 300 ms spinning on one CPU: at least that one is mostly busy (ticks are 4 ms or less).
+    assert!(busy.iter().any(|&p| p >= 50.0), "{busy:?}");
+}
+
 #[test]
 fn proc_stat_bad_input_is_an_error() {
     let e = parse_proc_stat("intr 1 2\n").unwrap_err().to_string();

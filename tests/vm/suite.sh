@@ -16,7 +16,8 @@
 # Logs: .cache/vm-logs/suite-<kernel>.log (full console).
 #
 # Adding a test = one line in TESTS below: "<script in tests/vm/tests/>  <kernels...>"
-# where kernels are names from KERNELS, or "default" (the default kernel only), or "all".
+# where kernels are names from KERNELS, or "default" (the default kernel only), or "all", or
+# "optin" (the default kernel, only when --only names it: tests behind their own make target).
 set -euo pipefail
 
 KERNELS=(7.3 7.2 6.12)
@@ -57,6 +58,8 @@ TESTS=(
 	# Last: it removes a NIC's PCI function and rescans; once the next test found no client
 	# NIC for 30 s after it.
 	"t_nic_hotplug.sh     default"
+	# make scxtop: needs scxtop built (ten minutes of compiling).
+	"t_scxtop.sh          optin"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -98,7 +101,8 @@ for k in "${KERNELS[@]}"; do
 		read -r t ks <<<"$line"
 		[[ -z $only_test || ",$only_test," == *",${t%.sh},"* ]] || continue
 		for kk in $ks; do
-			if [[ $kk == all || $kk == "$k" || ($kk == default && $kdir == "$default_dir") ]]; then
+			[[ $kk != optin || -n $only_test ]] || continue
+			if [[ $kk == all || $kk == "$k" || ($kk == default || $kk == optin) && $kdir == "$default_dir" ]]; then
 				tests+=("$t"); break
 			fi
 		done
