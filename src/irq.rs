@@ -189,10 +189,9 @@ fn live_irq_affinity(roots: &Roots, irq: u32) -> Option<Vec<usize>> {
 }
 
 /// The cheap half of an IRQ map refresh: @nics (from discover_present()) with the target CPUs
-/// of their receive IRQs read again, two small files per IRQ, and nothing else: a full scan
-/// reads /proc/interrupts, every interface and every PCI device, and under TCG took 0.12-0.17
-/// s of CPU per second at a 1 s refresh (t_bench's loader CPU). None when one of those IRQs is
-/// gone: the device changed in a way only a full scan sees.
+/// of their receive IRQs read again, two small files per IRQ, and nothing else (why:
+/// FULL_SCAN_EVERY in scheduler.rs). None when one of those IRQs is gone: the device changed
+/// in a way only a full scan sees.
 pub fn reread_rx_affinity(roots: &Roots, nics: &[Nic]) -> Option<Vec<Nic>> {
     let mut out = nics.to_vec();
     for irq in out.iter_mut().flat_map(|n| n.irqs.iter_mut()) {

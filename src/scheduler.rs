@@ -52,8 +52,8 @@ const BATCH: u32 = 1024;
 /// Every this many IRQ map refreshes (--irq-refresh-ms) a full scan: interfaces, devices in
 /// other namespaces, IRQ vectors and their names, RFS/RPS. In between, only the receive IRQs'
 /// targets and the interface list are read (irq::reread_rx_affinity()): at the 1 s default a
-/// full scan every time cost more CPU than the agent's ten rounds a second (t_bench's loader
-/// CPU under TCG). So queues added to a NIC in place (ethtool -L) are seen within 10 refreshes;
+/// full scan every time (/proc/interrupts, every interface and PCI device) cost the loader more
+/// CPU than the agent's ten rounds a second, in a TCG guest. So queues added to a NIC in place (ethtool -L) are seen within 10 refreshes;
 /// a NIC that comes or goes, or loses a receive IRQ, at the next one.
 const FULL_SCAN_EVERY: u32 = 10;
 /// Longest the run loop waits for a stats request before checking shutdown and timers.
