@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 BIN := target/release/scx_miami
 TOOLS := target/tools/pacer target/tools/shapes
 
-.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead scxtop
+.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead scxtop loader-cost
 
 all: build
 
@@ -52,6 +52,12 @@ scxtop: build
 	[ -x .cache/scxtop/bin/scxtop ] || BPF_CLANG=$${BPF_CLANG:-clang-19} cargo install --locked \
 		--quiet --root .cache/scxtop scxtop@$(SCXTOP_VERSION)
 	tests/vm/suite.sh --only t_scxtop
+
+# The loader's CPU and wakeups per second against scx_bpfland's, at the defaults and with the
+# agent round and the IRQ map refresh slowed (issue 14 §5), in the guest: figures only.
+loader-cost: build
+	[ -x .cache/peers/bin/scx_bpfland ] || scripts/deps.sh --no-kernels
+	tests/vm/suite.sh --only t_loader_cost
 
 # A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.
 deb: build

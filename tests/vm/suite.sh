@@ -60,6 +60,8 @@ TESTS=(
 	"t_nic_hotplug.sh     default"
 	# make scxtop: needs scxtop built (ten minutes of compiling).
 	"t_scxtop.sh          optin"
+	# make loader-cost: a benchmark, figures only.
+	"t_loader_cost.sh     optin"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

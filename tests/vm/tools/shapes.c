@@ -14,14 +14,16 @@
  *                           shapes: relay tid T
  *                           shapes: relay tid T reads N writes M secs S
  *                         (N read()s that returned data, M send()s, S seconds up to EOF)
- *   shapes duplex HOST PORT DELAY_US SECS
+ *   shapes duplex HOST PORT DELAY_US SECS TIMES
  *                         one socket to an echo server, two threads: A sends 64 bytes every
  *                         DELAY_US for SECS, then shuts down its write side; B recv()s (64 KiB)
  *                         until EOF. Prints once both threads run, then at the end:
  *                           shapes: duplex send_tid A recv_tid B
  *                           shapes: duplex sends N recvs M secs S calls_per_s R
  *                         (M recv()s that returned data, S from the first to the last send,
- *                         R = (N + M) / S: calls per second on the one socket)
+ *                         R = (N + M) / S: calls per second on the one socket), and writes to
+ *                         the file TIMES the CLOCK_BOOTTIME second (the clock of /proc/uptime)
+ *                         at which each of those calls began, one per line
  *   shapes bulkthen HOST1 PORT1 BULK_SECS HOST2 PORT2 EVERY_MS COUNT
  *                         one thread: 16 KiB sends back to back to HOST1:PORT1 (a sink) for
  *                         BULK_SECS, close; then COUNT times, every EVERY_MS: connect to
@@ -260,7 +262,26 @@ static int relay(int port, const char *host2, int port2)
 }
 
 /* 64-byte sends every delay_us until end; returns their number and the first and last times. */
-static unsigned long paced_sends(int s, double delay_us, double end, double *first, double *last)
+/* The call times duplex records: at most DUPLEX_CALLS per thread, the rest are not timed. */
+#define DUPLEX_CALLS 65536
+
+struct call_times {
+	double t[DUPLEX_CALLS];
+	unsigned long n;
+};
+
+static void call_time(struct call_times *c)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	if (c->n < DUPLEX_CALLS)
+		c->t[c->n++] = ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sends paced as above until @end; the time of each goes to @times when not NULL. */
+static unsigned long paced_sends(int s, double delay_us, double end, double *first, double *last,
+				 struct call_times *times)
 {
 	char buf[64] = { 0 };
 	unsigned long n = 0;
@@ -268,6 +289,8 @@ static unsigned long paced_sends(int s, double delay_us, double end, double *fir
 
 	for (*first = *last = next; (t = now_us()) < end; n++) {
 		*last = t;
+		if (times)
+			call_time(times);
 		if (write_all(s, buf, sizeof(buf)) < 0)
 			fail("shapes: send");
 		advance(&next, delay_us);
@@ -282,6 +305,7 @@ struct duplex {
 	unsigned long sends;
 	pid_t send_tid;
 	pthread_barrier_t ready;
+	struct call_times *send_times;
 };
 
 static void *duplex_send(void *arg)
@@ -290,17 +314,22 @@ static void *duplex_send(void *arg)
 
 	d->send_tid = gettid();
 	pthread_barrier_wait(&d->ready);
-	d->sends = paced_sends(d->s, d->delay_us, now_us() + d->secs * 1e6, &d->first, &d->last);
+	d->sends = paced_sends(d->s, d->delay_us, now_us() + d->secs * 1e6, &d->first, &d->last,
+			       d->send_times);
 	if (shutdown(d->s, SHUT_WR))
 		fail("shapes duplex: shutdown");
 	return NULL;
 }
 
 /* Thread A sends; the main thread is B, the receiver. */
-static int duplex(const char *host, int port, double delay_us, double secs)
+static int duplex(const char *host, int port, double delay_us, double secs, const char *times)
 {
-	struct duplex d = { .s = connect_to(host, port), .delay_us = delay_us, .secs = secs };
+	static struct call_times send_times, recv_times;
+	struct duplex d = { .s = connect_to(host, port), .delay_us = delay_us, .secs = secs,
+			    .send_times = &send_times };
 	static char buf[BUFSZ];
+	unsigned long i;
+	FILE *f;
 	unsigned long recvs = 0;
 	pthread_t ta;
 	ssize_t n;
@@ -314,8 +343,13 @@ static int duplex(const char *host, int port, double delay_us, double secs)
 	pthread_barrier_wait(&d.ready);
 	printf("shapes: duplex send_tid %d recv_tid %d\n", d.send_tid, gettid());
 	fflush(stdout);
-	while ((n = recv(d.s, buf, sizeof(buf), 0)) > 0)
+	for (;;) {
+		call_time(&recv_times);
+		if ((n = recv(d.s, buf, sizeof(buf), 0)) <= 0)
+			break;
 		recvs++;
+	}
+	recv_times.n--; /* the recv() that saw EOF */
 	if (n < 0)
 		fail("shapes duplex: recv");
 	pthread_join(ta, NULL);
@@ -324,6 +358,14 @@ static int duplex(const char *host, int port, double delay_us, double secs)
 	       s, s > 0 ? (d.sends + recvs) / s : 0);
 	fflush(stdout);
 	close(d.s);
+	if (!(f = fopen(times, "w")))
+		fail("shapes duplex: TIMES");
+	for (i = 0; i < send_times.n; i++)
+		fprintf(f, "%.6f\n", send_times.t[i]);
+	for (i = 0; i < recv_times.n; i++)
+		fprintf(f, "%.6f\n", recv_times.t[i]);
+	if (fclose(f))
+		fail("shapes duplex: TIMES");
 	return 0;
 }
 
@@ -377,7 +419,7 @@ static void *busy_conn(void *arg)
 	struct busy *b = arg;
 	double first, last;
 
-	b->sends = paced_sends(b->s, b->delay_us, b->end, &first, &last);
+	b->sends = paced_sends(b->s, b->delay_us, b->end, &first, &last, NULL);
 	return NULL;
 }
 
@@ -461,8 +503,8 @@ int main(int argc, char **argv)
 		return serve(atoi(argv[2]), 64, echo_conn, 0, 0);
 	if (argc == 5 && !strcmp(mode, "relay"))
 		return relay(atoi(argv[2]), argv[3], atoi(argv[4]));
-	if (argc == 6 && !strcmp(mode, "duplex"))
-		return duplex(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]));
+	if (argc == 7 && !strcmp(mode, "duplex"))
+		return duplex(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]), argv[6]);
 	if (argc == 9 && !strcmp(mode, "bulkthen"))
 		return bulkthen(argv[2], atoi(argv[3]), atof(argv[4]), argv[5], atoi(argv[6]),
 				atof(argv[7]), atoi(argv[8]));
@@ -472,7 +514,7 @@ int main(int argc, char **argv)
 		return fanout(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atof(argv[6]),
 			      atof(argv[7]), atof(argv[8]));
 	fprintf(stderr, "usage: shapes echo PORT | shapes relay PORT HOST2 PORT2 | shapes duplex HOST"
-		" PORT DELAY_US SECS | shapes bulkthen HOST1 PORT1 BULK_SECS HOST2 PORT2 EVERY_MS"
+		" PORT DELAY_US SECS TIMES | shapes bulkthen HOST1 PORT1 BULK_SECS HOST2 PORT2 EVERY_MS"
 		" COUNT | shapes tpc PORT | shapes fanout HOST PORT N BUSY_EVERY BUSY_DELAY_US"
 		" IDLE_MS SECS\n");
 	return 2;

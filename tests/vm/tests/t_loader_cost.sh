@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Issue #14 §5: what the loader (user space) costs, against scx_bpfland's, in one guest with two
+# bulk receivers on NIC A. `make loader-cost`; not in `make test` (t_bench reports the default
+# case's loader CPU there). For scx_miami at its defaults and with its two periodic jobs slowed
+# one at a time and together (the agent round, --interval-ms; the IRQ map refresh,
+# --irq-refresh-ms), and for scx_bpfland 1.1.4 at its defaults, over 15 s after a 3 s settle:
+#   - CPU-s/s from utime+stime (/proc/PID/stat: ticks, what top shows),
+#   - CPU-s/s from the threads' run time (/proc/PID/task/*/schedstat: ns, not sampled),
+#   - wakeups per second (voluntary context switches of all threads).
+# Under TCG each wakeup costs about 2 ms of run time whatever the task then does (compare the
+# `--interval-ms 10000 --irq-refresh-ms 60000` row, whose loop only wakes to check for stats
+# requests, with scx_bpfland's), so here the loader's CPU follows its wakeups. Prints figures;
+# checks only that every case was measured.
+set -euo pipefail
+source "$(dirname "$0")/../guest/lib.sh"
+
+bpfland=${MIAMI_BPFLAND:-$VM_TOP/.cache/peers/bin/scx_bpfland}
+secs=${MIAMI_LOADER_COST_SECS:-15}
+tick=$(getconf CLK_TCK)
+# utime+stime ticks, run time ns, voluntary switches: of all of $1's threads.
+usage() {
+	local p=$1
+	echo "$(awk '{ print $14 + $15 }' "/proc/$p/stat")" \
+		"$(cat "/proc/$p"/task/*/schedstat | awk '{ s += $1 } END { print s }')" \
+		"$(cat "/proc/$p"/task/*/status | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }')"
+}
+measured=0
+measure() { # label, then sched_start's arguments
+	local label=$1 a b
+	shift
+	sched_start "$@" || { fail "$label: not started"; return; }
+	sleep 3
+	a=$(usage "$SCHED_PID")
+	sleep "$secs"
+	b=$(usage "$SCHED_PID")
+	sched_stop || fail "$label: sched_stop"
+	echo "$a $b" | awk -v l="$label" -v tk="$tick" -v s="$secs" '{
+		printf "%-44s %8.4f %8.4f %6.1f\n", l, ($4 - $1) / tk / s, ($5 - $2) / 1e9 / s, ($6 - $3) / s }' >>/tmp/cost.txt
+	measured=$((measured + 1))
+}
+net_default
+for i in 0 1; do
+	IPERF_WAIT=0 iperf_server $((5201 + i)) "$ADDR_A_SRV"
+done
+wait_listening 5201 5202
+for i in 0 1; do
+	iperf_client_bg "/tmp/cost-cl$i.out" cli "$ADDR_A_SRV" $((5201 + i)) 3600
+done
+printf '%-44s %8s %8s %6s\n' "loader (flags)" "ticks" "runtime" "wakes" >/tmp/cost.txt
+measure "scx_miami (defaults)"
+measure "scx_miami --irq-refresh-ms 60000" --irq-refresh-ms 60000
+measure "scx_miami --interval-ms 1000" --interval-ms 1000
+measure "scx_miami --interval-ms 10000 --irq-refresh-ms 60000" --interval-ms 10000 --irq-refresh-ms 60000
+if [[ -x $bpfland ]]; then
+	MIAMI_BIN=$bpfland SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 measure "scx_bpfland $("$bpfland" --version | awk '{ print $2 }') (defaults)"
+else
+	fail "no $bpfland (scripts/deps.sh installs it)"
+fi
+echo "--- loader CPU-s per s (ticks: utime+stime; runtime: schedstat) and wakeups per s, ${secs} s each:"
+cat /tmp/cost.txt
+check_eq "cases measured" "$measured" 5
+finish
