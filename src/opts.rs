@@ -111,7 +111,7 @@ pub struct Opts {
     /// Re-read the NIC IRQ affinity every this many milliseconds.
     ///
     /// irqbalance or an administrator may move IRQs at any time. Each refresh reads the
-    /// receive IRQs' affinity; every 10th, or at once when an interface comes or goes,
+    /// receive IRQs' affinity; every 30th, or at once when an interface comes or goes,
     /// it rescans the NICs and their IRQs. Range 10..=60000.
     #[arg(long, default_value_t = 1000)]
     pub irq_refresh_ms: u64,

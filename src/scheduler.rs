@@ -51,12 +51,14 @@ const MOVE_ROUNDS: u64 = 3;
 const BATCH: u32 = 1024;
 /// Every this many IRQ map refreshes (--irq-refresh-ms) a full scan: interfaces, devices in
 /// other namespaces, IRQ vectors and their names, RFS/RPS. In between, only the receive IRQs'
-/// targets and the interface list are read (irq::reread_rx_affinity()): at the 1 s default a
-/// full scan every time (/proc/interrupts, every interface and PCI device) cost the loader more
-/// CPU than the agent's ten rounds a second, in a TCG guest. So queues added to a NIC in place (ethtool -L) are seen within 10 refreshes;
-/// a NIC that comes or goes, or loses a receive IRQ, at the next one.
-const FULL_SCAN_EVERY: u32 = 10;
-/// Longest the run loop waits for a stats request before checking shutdown and timers.
+/// targets and the interface list are read (irq::reread_rx_affinity()). In a TCG guest a full
+/// scan (/proc/interrupts, every interface and PCI device) costs the loader's thread about ten
+/// times a quick refresh (stats: irq_scan_cpu_us, irq_refresh_cpu_us; `make loader-cost`), and
+/// every 10 s it was a fifth of the loader's CPU. What only a full scan sees: queues added to a
+/// NIC in place (ethtool -L, when no receive IRQ goes) and RFS/RPS changes (logged), within 30 s
+/// at the default period; a NIC that comes or goes, or loses a receive IRQ, at the next refresh.
+const FULL_SCAN_EVERY: u32 = 30;
+/// Longest the run loop sleeps before checking shutdown, timers and stats requests.
 const TICK: Duration = Duration::from_millis(100);
 
 /// SIGINT and SIGTERM set the returned flag instead of ending the process: the run loop (or
@@ -104,10 +106,20 @@ fn target_ttl_ns(cfg: &Config) -> u64 {
     REPEAT_ROUNDS * cfg.interval_ms * 1_000_000
 }
 
-/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
-fn monotonic_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+/// @clock in ns: CLOCK_MONOTONIC is the clock of bpf_ktime_get_ns(); the CPU-time clocks give
+/// what the loader itself costs (stats: agent_cpu_us, loader_cpu_ms and the IRQ refresh's).
+fn clock_ns(clock: rustix::time::ClockId) -> u64 {
+    let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn monotonic_ns() -> u64 {
+    clock_ns(rustix::time::ClockId::Monotonic)
+}
+
+/// CPU time of the calling thread in us.
+fn thread_cpu_us() -> u64 {
+    clock_ns(rustix::time::ClockId::ThreadCPUTime) / 1000
 }
 
 /// Refuse early, with a message a user can act on, where loading cannot work. --observe
@@ -346,8 +358,18 @@ impl<'a> Scheduler<'a> {
 
     /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF: the receive IRQs' targets
     /// only, or a full scan every FULL_SCAN_EVERY refreshes, when the interface list changed,
-    /// or when a receive IRQ is gone.
+    /// or when a receive IRQ is gone. Its CPU time goes to the stats.
     fn refresh_irqs(&mut self) -> Result<()> {
+        let cpu0 = thread_cpu_us();
+        let ret = self.refresh_irq_map();
+        self.agent.irq_refresh_cpu_us = thread_cpu_us() - cpu0;
+        if self.refreshes_since_scan == 0 {
+            self.agent.irq_scan_cpu_us = self.agent.irq_refresh_cpu_us;
+        }
+        ret
+    }
+
+    fn refresh_irq_map(&mut self) -> Result<()> {
         let ifnames = irq::interface_names(&self.roots);
         self.refreshes_since_scan += 1;
         let quick = (self.refreshes_since_scan < FULL_SCAN_EVERY && ifnames == self.ifnames)
@@ -540,7 +562,7 @@ impl<'a> Scheduler<'a> {
 
     /// One agent round (MiAMI III-D): loads, then the policy's moves and boundaries into BPF.
     fn agent_round(&mut self) -> Result<()> {
-        let started = Instant::now();
+        let (started, cpu0) = (Instant::now(), thread_cpu_us());
         self.agent_rounds += 1;
         let loads = self.load.read()?;
         let tasks = self.agent_tasks();
@@ -611,11 +633,14 @@ impl<'a> Scheduler<'a> {
         self.agent.loads = loads;
         self.agent.nr_tasks = tasks.len() as u64;
         self.agent.round_us = started.elapsed().as_micros() as u64;
+        self.agent.round_cpu_us = thread_cpu_us() - cpu0;
         Ok(())
     }
 
     /// Totals for the stats server and --stats.
     pub fn snapshot(&self) -> Snapshot {
+        let mut agent = self.agent.clone();
+        agent.loader_cpu_ms = clock_ns(rustix::time::ClockId::ProcessCPUTime) / 1_000_000;
         Snapshot {
             counters: self.counters(),
             tasks: top_tasks(self.tasks(), TOP_TASKS),
@@ -623,7 +648,7 @@ impl<'a> Scheduler<'a> {
             nr_cpus: self.nr_cpus,
             nr_irq_changes: self.nr_irq_changes,
             bounds: self.policy.bounds(),
-            agent: self.agent.clone(),
+            agent,
         }
     }
 
@@ -688,7 +713,8 @@ impl<'a> Scheduler<'a> {
             // "Most moves in one round" is judged against the cap in force.
             self.agent = AgentState {
                 max_moves: new.max_moves.into(),
-                ..Default::default()
+                round_max: 0,
+                ..self.agent.clone()
             };
         }
         self.policy.set_config(policy_config(new));
@@ -761,18 +787,19 @@ impl<'a> Scheduler<'a> {
                     next_stats = now + p;
                 }
             }
-            // Wait for a stats request instead of sleeping; answer it with totals, the
-            // server's per-client reader makes deltas of them.
+            // Sleep until the next round, then answer the stats requests that came meanwhile
+            // (the server's per-client reader makes deltas of the totals). Not recv_timeout():
+            // crossbeam spins and then calls sched_yield() several times before it blocks, and
+            // again when the timeout ends (152 yields in 10 s under strace), which in a TCG guest
+            // cost as much as a round's work. A request waits at most one agent period.
             let wait = next_agent
                 .saturating_duration_since(Instant::now())
                 .clamp(Duration::from_millis(1), TICK);
-            match &channels {
-                Some((res_ch, req_ch)) => {
-                    if req_ch.recv_timeout(wait).is_ok() {
-                        let _ = res_ch.send(self.snapshot());
-                    }
+            std::thread::sleep(wait);
+            if let Some((res_ch, req_ch)) = &channels {
+                while req_ch.try_recv().is_ok() {
+                    let _ = res_ch.send(self.snapshot());
                 }
-                None => std::thread::sleep(wait),
             }
         }
 

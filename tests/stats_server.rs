@@ -55,6 +55,10 @@ fn snapshot(scale: u64) -> Snapshot {
             loads: vec![10.0, 95.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.4],
             nr_tasks: 2,
             round_us: 250,
+            round_cpu_us: 120,
+            irq_refresh_cpu_us: 40,
+            irq_scan_cpu_us: 900,
+            loader_cpu_ms: 1234,
         },
     }
 }
@@ -168,6 +172,11 @@ fn json_has_every_field_with_its_meta_type() {
     assert_eq!(obj["irq_cpus"], "1,5-6");
     assert_eq!(obj["class_high_min"], 100_000);
     assert_eq!(obj["nr_irq_changes"], 2);
+    assert_eq!(obj["agent_cost_us"], 250);
+    assert_eq!(obj["agent_cpu_us"], 120);
+    assert_eq!(obj["irq_refresh_cpu_us"], 40);
+    assert_eq!(obj["irq_scan_cpu_us"], 900);
+    assert_eq!(obj["loader_cpu_ms"], 1234);
     let shares: f64 = ["core", "cache", "other"]
         .iter()
         .map(|t| obj[&format!("tier_share_{t}")].as_f64().unwrap())
@@ -195,6 +204,10 @@ fn report_is_the_counter_report_plus_tables() {
     assert!(text.contains(&sample.counters.report()));
     assert!(text.contains("classes high>=100000 middle>=10000\n"));
     assert!(text.contains("irq_cpus 1,5-6 (changes since start: 2)\n"));
+    assert!(text.contains("last round 250 us (120 us CPU)\n"));
+    assert!(text.contains(
+        "loader CPU since start 1234 ms; IRQ map refresh 40 us CPU, full scan 900 us CPU\n"
+    ));
     assert!(text.ends_with(&format_tasks(&sample.tasks)));
     assert!(text.contains("iperf3"));
 }

@@ -455,6 +455,35 @@ pub static DERIVED: &[FieldDesc] = &[
         "wall time of the agent's last round: read loads and tasks, decide, write moves"
     ),
     field!(
+        "agent_cpu_us",
+        U64,
+        "us",
+        Gauge,
+        "CPU time of the agent's last round (the loader thread's clock: no waiting counted)"
+    ),
+    field!(
+        "irq_refresh_cpu_us",
+        U64,
+        "us",
+        Gauge,
+        "CPU time of the last IRQ map refresh (--irq-refresh-ms), quick or full"
+    ),
+    field!(
+        "irq_scan_cpu_us",
+        U64,
+        "us",
+        Gauge,
+        "CPU time of the last full IRQ map scan (every interface, PCI device and IRQ vector)"
+    ),
+    field!(
+        "loader_cpu_ms",
+        U64,
+        "ms",
+        Counter,
+        "CPU time of the whole loader process, every thread, since it started (a total, not a \
+         delta): what scx_miami costs in user space"
+    ),
+    field!(
         "nr_irq_changes",
         U64,
         "count",

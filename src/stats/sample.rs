@@ -35,6 +35,13 @@ pub struct AgentState {
     pub loads: Vec<f64>,
     pub nr_tasks: u64,
     pub round_us: u64,
+    /// CPU time (the thread's) of the last round, of the last IRQ map refresh (quick or full)
+    /// and of the last full scan.
+    pub round_cpu_us: u64,
+    pub irq_refresh_cpu_us: u64,
+    pub irq_scan_cpu_us: u64,
+    /// CPU time of the whole loader process since it started.
+    pub loader_cpu_ms: u64,
 }
 
 /// One row of the per-CPU table (`CPU_FIELDS`).
@@ -57,6 +64,10 @@ pub struct Sample {
     pub max_migrations: u64,
     pub nr_net_tasks: u64,
     pub agent_cost_us: u64,
+    pub agent_cpu_us: u64,
+    pub irq_refresh_cpu_us: u64,
+    pub irq_scan_cpu_us: u64,
+    pub loader_cpu_ms: u64,
     pub tasks: Vec<TaskRow>,
     pub cpus: Vec<CpuRow>,
 }
@@ -81,6 +92,10 @@ impl Sampler {
             max_migrations: snap.agent.max_moves,
             nr_net_tasks: snap.agent.nr_tasks,
             agent_cost_us: snap.agent.round_us,
+            agent_cpu_us: snap.agent.round_cpu_us,
+            irq_refresh_cpu_us: snap.agent.irq_refresh_cpu_us,
+            irq_scan_cpu_us: snap.agent.irq_scan_cpu_us,
+            loader_cpu_ms: snap.agent.loader_cpu_ms,
             tasks: snap.tasks.clone(),
             cpus: (0..snap.nr_cpus)
                 .map(|cpu| CpuRow {
@@ -109,6 +124,10 @@ impl Sample {
             "max_migrations" => self.max_migrations.into(),
             "nr_net_tasks" => self.nr_net_tasks.into(),
             "agent_cost_us" => self.agent_cost_us.into(),
+            "agent_cpu_us" => self.agent_cpu_us.into(),
+            "irq_refresh_cpu_us" => self.irq_refresh_cpu_us.into(),
+            "irq_scan_cpu_us" => self.irq_scan_cpu_us.into(),
+            "loader_cpu_ms" => self.loader_cpu_ms.into(),
             _ => unreachable!("DERIVED field {name} has no value"),
         }
     }
@@ -161,6 +180,10 @@ impl Sample {
             max_migrations: u64_of("max_migrations")?,
             nr_net_tasks: u64_of("nr_net_tasks")?,
             agent_cost_us: u64_of("agent_cost_us")?,
+            agent_cpu_us: u64_of("agent_cpu_us")?,
+            irq_refresh_cpu_us: u64_of("irq_refresh_cpu_us")?,
+            irq_scan_cpu_us: u64_of("irq_scan_cpu_us")?,
+            loader_cpu_ms: u64_of("loader_cpu_ms")?,
             tasks: serde_json::from_value(rows("tasks")?).context("stats: tasks")?,
             cpus: serde_json::from_value(rows("cpus")?).context("stats: cpus")?,
         };
@@ -179,7 +202,9 @@ impl Sample {
     pub fn report(&self, interval_s: f64) -> String {
         format!(
             "--- stats (delta over {interval_s:.1} s)\n{}classes high>={} middle>={}\n\
-             agent: most moves in one round {} (cap {}), {} network tasks, last round {} us\n\
+             agent: most moves in one round {} (cap {}), {} network tasks, last round {} us \
+             ({} us CPU)\n\
+             loader CPU since start {} ms; IRQ map refresh {} us CPU, full scan {} us CPU\n\
              irq_cpus {} (changes since start: {})\n{}",
             self.counters.report(),
             self.class_high_min,
@@ -188,6 +213,10 @@ impl Sample {
             self.max_migrations,
             self.nr_net_tasks,
             self.agent_cost_us,
+            self.agent_cpu_us,
+            self.loader_cpu_ms,
+            self.irq_refresh_cpu_us,
+            self.irq_scan_cpu_us,
             format_cpu_list(&self.irq_cpus),
             self.nr_irq_changes,
             format_tasks(&self.tasks)

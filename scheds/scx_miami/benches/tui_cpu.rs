@@ -58,6 +58,7 @@ fn snapshot(round: u64, nr_cpus: usize) -> Snapshot {
                 .collect(),
             nr_tasks: nr_cpus as u64,
             round_us: 100 + round % 50,
+            ..Default::default()
         },
     }
 }

@@ -11,11 +11,15 @@
 #   - wakeups per second (voluntary context switches of all threads).
 # Under TCG each wakeup costs about 2 ms of run time whatever the task then does (compare the
 # `--interval-ms 10000 --irq-refresh-ms 60000` row, whose loop only wakes to check for stats
-# requests, with scx_bpfland's), so here the loader's CPU follows its wakeups. Prints figures;
-# checks only that every case was measured.
+# requests, with scx_bpfland's), so here the loader's CPU follows its wakeups. Prints figures,
+# and scx_miami's own view of its cost at the defaults (--monitor: the loader's CPU since start,
+# the last round's and the last IRQ map refresh's and full scan's); checks that every case was
+# measured and that the stats' loader_cpu_ms is the kernel's run time of the loader's threads
+# (read just before it: at least that, at most 20% + 100 ms more).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
+real=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
 bpfland=${MIAMI_BPFLAND:-$VM_TOP/.cache/peers/bin/scx_bpfland}
 secs=${MIAMI_LOADER_COST_SECS:-15}
 tick=$(getconf CLK_TCK)
@@ -23,8 +27,18 @@ tick=$(getconf CLK_TCK)
 usage() {
 	local p=$1
 	echo "$(awk '{ print $14 + $15 }' "/proc/$p/stat")" \
-		"$(cat "/proc/$p"/task/*/schedstat | awk '{ s += $1 } END { print s }')" \
-		"$(cat "/proc/$p"/task/*/status | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }')"
+		"$(cat "/proc/$p"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }')" \
+		"$(cat "/proc/$p"/task/*/status | awk '/^voluntary_ctxt_switches/ { s += $2 } END { printf "%.0f", s }')"
+}
+# scx_miami's own account of its cost (stats: loader_cpu_ms, agent_cpu_us and the IRQ map
+# refresh's), against the kernel's run time of its threads ($1, ns) read just before.
+own_view() {
+	timeout -s INT 2.5 "$real" --monitor 1 >/tmp/cost-monitor.txt 2>&1 || true
+	grep -E 'last round|loader CPU' /tmp/cost-monitor.txt | tail -n 2 | sed 's/^/  own view: /'
+	local ms
+	ms=$(awk '/loader CPU since start/ { v = $5 } END { print v + 0 }' /tmp/cost-monitor.txt)
+	check_ge "loader_cpu_ms against the kernel's run time of its threads, $(($1 / 1000000)) ms" "$ms" "$(($1 / 1000000))"
+	check_le "loader_cpu_ms against the kernel's run time of its threads, $(($1 / 1000000)) ms" "$ms" "$(($1 * 12 / 10000000 + 100))"
 }
 measured=0
 measure() { # label, then sched_start's arguments
@@ -35,6 +49,7 @@ measure() { # label, then sched_start's arguments
 	a=$(usage "$SCHED_PID")
 	sleep "$secs"
 	b=$(usage "$SCHED_PID")
+	if [[ $label == "scx_miami (defaults)" ]]; then own_view "$(echo "$b" | awk '{ print $2 }')"; fi
 	sched_stop || fail "$label: sched_stop"
 	echo "$a $b" | awk -v l="$label" -v tk="$tick" -v s="$secs" '{
 		printf "%-44s %8.4f %8.4f %6.1f\n", l, ($4 - $1) / tk / s, ($5 - $2) / 1e9 / s, ($6 - $3) / s }' >>/tmp/cost.txt
