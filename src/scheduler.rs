@@ -52,11 +52,11 @@ const BATCH: u32 = 1024;
 /// Every this many IRQ map refreshes (--irq-refresh-ms) a full scan: interfaces, devices in
 /// other namespaces, IRQ vectors and their names, RFS/RPS. In between, only the receive IRQs'
 /// targets and the interface list are read (irq::reread_rx_affinity()). In a TCG guest a full
-/// scan (/proc/interrupts, every interface and PCI device) costs the loader's thread about ten
-/// times a quick refresh (stats: irq_scan_cpu_us, irq_refresh_cpu_us; `make loader-cost`), and
-/// every 10 s it was a fifth of the loader's CPU. What only a full scan sees: queues added to a
-/// NIC in place (ethtool -L, when no receive IRQ goes) and RFS/RPS changes (logged), within 30 s
-/// at the default period; a NIC that comes or goes, or loses a receive IRQ, at the next refresh.
+/// scan (/proc/interrupts, every interface and PCI device) took 140-290 ms of the loader
+/// thread's CPU, a quick refresh 5-30 ms (stats: irq_scan_cpu_us, irq_refresh_cpu_us;
+/// docs/results/loader-cost.md). What only a full scan sees: queues added to a NIC in place
+/// (ethtool -L, when no receive IRQ goes) and RFS/RPS changes (logged), within 30 s at the
+/// default period; a NIC that comes or goes, or loses a receive IRQ, at the next refresh.
 const FULL_SCAN_EVERY: u32 = 30;
 /// Longest the run loop sleeps before checking shutdown, timers and stats requests.
 const TICK: Duration = Duration::from_millis(100);
@@ -790,8 +790,9 @@ impl<'a> Scheduler<'a> {
             // Sleep until the next round, then answer the stats requests that came meanwhile
             // (the server's per-client reader makes deltas of the totals). Not recv_timeout():
             // crossbeam spins and then calls sched_yield() several times before it blocks, and
-            // again when the timeout ends (152 yields in 10 s under strace), which in a TCG guest
-            // cost as much as a round's work. A request waits at most one agent period.
+            // again when the timeout ends; in a TCG guest that made a quiet loop cost about three
+            // times what it does now (docs/results/loader-cost.md). A request waits at most one
+            // agent period.
             let wait = next_agent
                 .saturating_duration_since(Instant::now())
                 .clamp(Duration::from_millis(1), TICK);
