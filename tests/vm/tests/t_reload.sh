@@ -16,7 +16,8 @@ conf=/tmp/miami.conf
 # $1 = what to print: the cap ("cap N") and the class line of one --monitor sample.
 live() {
 	timeout -s INT 3 "$bin" --monitor 1 2>/dev/null |
-		awk '/^agent:/ { sub(/.*\(/, ""); sub(/\).*/, ""); cap = $0 } /^classes/ { cls = $0 }
+		awk '/^agent:/ && match($0, /\(cap [0-9]+\)/) { cap = substr($0, RSTART + 1, RLENGTH - 2) }
+		     /^classes/ { cls = $0 }
 		     cls && cap { print cap "; " cls; exit }' || true
 }
 
