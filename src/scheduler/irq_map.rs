@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The run loop's half that keeps BPF's view of the NIC IRQ map current: which CPUs take receive
+//! IRQs (miami_set_irq_cpu) and each NIC's receive CPUs (the nic_cpus map), re-read every
+//! --irq-refresh-ms, cheaply or in a full scan.
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, ProgramInput};
+use log::{info, warn};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{as_bytes, thread_cpu_us, Scheduler};
+use crate::bpf_intf::{
+    miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key, set_irq_cpu_arg,
+};
+use crate::cpulist::format_cpu_list;
+use crate::irq;
+
+/// Every this many IRQ map refreshes (--irq-refresh-ms) a full scan: interfaces, devices in
+/// other namespaces, IRQ vectors and their names, RFS/RPS. In between, only the receive IRQs'
+/// targets and the interface list are read (irq::reread_rx_affinity()). In a TCG guest a full
+/// scan (/proc/interrupts, every interface and PCI device) took 140-290 ms of the loader
+/// thread's CPU, a quick refresh 5-30 ms (stats: irq_scan_cpu_us, irq_refresh_cpu_us;
+/// docs/results/loader-cost.md). What only a full scan sees: queues added to a NIC in place
+/// (ethtool -L, when no receive IRQ goes) and RFS/RPS changes (logged), within 30 s at the
+/// default period; a NIC that comes or goes, or loses a receive IRQ, at the next refresh.
+pub(super) const FULL_SCAN_EVERY: u32 = 30;
+
+impl Scheduler<'_> {
+    fn set_irq_cpu(&mut self, cpu: usize, is_irq: bool) -> Result<()> {
+        let mut arg = set_irq_cpu_arg {
+            cpu: cpu as i32,
+            is_irq: is_irq as u32,
+        };
+        // SAFETY: arg is a plain #[repr(C)] struct that outlives the call.
+        let ctx = unsafe {
+            std::slice::from_raw_parts_mut(
+                &mut arg as *mut _ as *mut u8,
+                std::mem::size_of_val(&arg),
+            )
+        };
+        let out = self.skel.progs.miami_set_irq_cpu.test_run(ProgramInput {
+            context_in: Some(ctx),
+            ..Default::default()
+        })?;
+        if out.return_value != 0 {
+            bail!(
+                "miami_set_irq_cpu({cpu}) returned {}",
+                out.return_value as i32
+            );
+        }
+        Ok(())
+    }
+
+    /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF: the receive IRQs' targets
+    /// only, or a full scan every FULL_SCAN_EVERY refreshes, when the interface list changed,
+    /// or when a receive IRQ is gone. Its CPU time goes to the stats.
+    pub(super) fn refresh_irqs(&mut self) -> Result<()> {
+        let cpu0 = thread_cpu_us();
+        let ret = self.refresh_irq_map();
+        self.agent.irq_refresh_cpu_us = thread_cpu_us() - cpu0;
+        if self.refreshes_since_scan == 0 {
+            self.agent.irq_scan_cpu_us = self.agent.irq_refresh_cpu_us;
+        }
+        ret
+    }
+
+    fn refresh_irq_map(&mut self) -> Result<()> {
+        let ifnames = irq::interface_names(&self.roots);
+        self.refreshes_since_scan += 1;
+        let quick = (self.refreshes_since_scan < FULL_SCAN_EVERY && ifnames == self.ifnames)
+            .then(|| irq::reread_rx_affinity(&self.roots, &self.nics))
+            .flatten();
+        let nics = match quick {
+            Some(nics) => nics,
+            None => {
+                self.refreshes_since_scan = 0;
+                self.ifnames = ifnames;
+                self.scan_irqs()?
+            }
+        };
+        self.nics = nics.clone();
+        let cpus = irq::irq_cpus(&nics);
+        let nic_cpus = irq::nic_cpu_sets(&nics);
+        if cpus == self.irq_cpus && nic_cpus == self.nic_cpus && self.irq_cpus_known {
+            return Ok(());
+        }
+        if self.irq_cpus_known {
+            self.nr_irq_changes += 1;
+        }
+        self.irq_cpus_known = true;
+        for nic in &nics {
+            let rx: Vec<usize> = nic.rx_cpus().into_iter().collect();
+            let whose = if nic.elsewhere() {
+                "device of an interface in another network namespace".to_string()
+            } else {
+                format!("ifindex {}", nic.ifindex)
+            };
+            info!(
+                "NIC {} ({whose}): receive IRQs on CPUs {}",
+                nic.name,
+                format_cpu_list(&rx)
+            );
+        }
+        for cpu in self.irq_cpus.difference(&cpus).copied().collect::<Vec<_>>() {
+            self.set_irq_cpu(cpu, false)?;
+        }
+        for cpu in cpus.difference(&self.irq_cpus).copied().collect::<Vec<_>>() {
+            self.set_irq_cpu(cpu, true)?;
+        }
+        self.push_nic_cpus(&nic_cpus)?;
+        info!(
+            "IRQ CPUs: {}",
+            format_cpu_list(&cpus.iter().copied().collect::<Vec<_>>())
+        );
+        self.irq_cpus = cpus;
+        self.nic_cpus = nic_cpus;
+        Ok(())
+    }
+
+    /// The full half of an IRQ map refresh: every NIC and its IRQs (irq::discover_present()),
+    /// with --nic names gone or back and RFS/RPS changes logged.
+    fn scan_irqs(&mut self) -> Result<Vec<irq::Nic>> {
+        let (nics, missing) = irq::discover_present(&self.roots, &self.cfg.nics)?;
+        if missing != self.missing_nics {
+            for name in missing.iter().filter(|n| !self.missing_nics.contains(n)) {
+                warn!("--nic {name} is gone: its IRQs count no more until it is back");
+            }
+            for name in self.missing_nics.iter().filter(|n| !missing.contains(n)) {
+                info!("--nic {name} is back");
+            }
+            self.missing_nics = missing;
+        }
+        let steering = irq::steering(&self.roots, &nics);
+        if self.steering.as_ref() != Some(&steering) {
+            let lines = steering.describe();
+            if lines.is_empty() && self.steering.is_some() {
+                info!("RFS and RPS are off now: softirq runs where the NIC IRQs land");
+            }
+            for l in lines {
+                info!("{l}");
+            }
+            self.steering = Some(steering);
+        }
+        Ok(nics)
+    }
+
+    /// Bring BPF's nic_cpus map from self.nic_cpus to @new, then tell the receive probe that
+    /// its cached verdicts are stale (nic_cpus_gen).
+    fn push_nic_cpus(&mut self, new: &BTreeMap<u32, BTreeSet<usize>>) -> Result<()> {
+        let key = |ifindex: u32| nic_key {
+            netns: self.own_netns,
+            ifindex,
+        };
+        for &ifindex in self.nic_cpus.keys().filter(|i| !new.contains_key(i)) {
+            self.skel
+                .maps
+                .nic_cpus
+                .delete(as_bytes(&key(ifindex)))
+                .with_context(|| format!("removing ifindex {ifindex} from nic_cpus"))?;
+        }
+        for (&ifindex, cpus) in new {
+            if self.nic_cpus.get(&ifindex) == Some(cpus) {
+                continue;
+            }
+            let mut val = nic_cpus {
+                cpus: [0; MAX_CPUS as usize / 64],
+            };
+            for &cpu in cpus.iter().filter(|&&c| c < MAX_CPUS as usize) {
+                val.cpus[cpu / 64] |= 1 << (cpu % 64);
+            }
+            self.skel
+                .maps
+                .nic_cpus
+                .update(as_bytes(&key(ifindex)), as_bytes(&val), MapFlags::ANY)
+                .with_context(|| format!("writing ifindex {ifindex} to nic_cpus"))?;
+        }
+        let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        bss.nic_cpus_gen = bss.nic_cpus_gen.wrapping_add(1);
+        Ok(())
+    }
+}
