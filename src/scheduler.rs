@@ -478,8 +478,6 @@ impl<'a> Scheduler<'a> {
 
     /// Totals for the stats server and --stats.
     pub fn snapshot(&self) -> Snapshot {
-        let mut agent = self.agent.clone();
-        agent.loader_cpu_ms = clock_ns(rustix::time::ClockId::ProcessCPUTime) / 1_000_000;
         Snapshot {
             counters: self.counters(),
             tasks: top_tasks(self.tasks(), TOP_TASKS),
@@ -487,7 +485,8 @@ impl<'a> Scheduler<'a> {
             nr_cpus: self.nr_cpus,
             nr_irq_changes: self.nr_irq_changes,
             bounds: self.policy.bounds(),
-            agent,
+            agent: self.agent.clone(),
+            loader_cpu_ms: clock_ns(rustix::time::ClockId::ProcessCPUTime) / 1_000_000,
         }
     }
 

@@ -58,8 +58,8 @@ fn snapshot(scale: u64) -> Snapshot {
             round_cpu_us: 120,
             irq_refresh_cpu_us: 40,
             irq_scan_cpu_us: 900,
-            loader_cpu_ms: 1234,
         },
+        loader_cpu_ms: 1234,
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Snapshot {
     /// The class boundaries in use now.
     pub bounds: ClassBounds,
     pub agent: AgentState,
+    /// CPU time of the whole loader process since it started.
+    pub loader_cpu_ms: u64,
 }
 
 /// What the agent reports: its cap, its busiest round, the last per-CPU loads, how many
@@ -40,8 +42,6 @@ pub struct AgentState {
     pub round_cpu_us: u64,
     pub irq_refresh_cpu_us: u64,
     pub irq_scan_cpu_us: u64,
-    /// CPU time of the whole loader process since it started.
-    pub loader_cpu_ms: u64,
 }
 
 /// One row of the per-CPU table (`CPU_FIELDS`).
@@ -95,7 +95,7 @@ impl Sampler {
             agent_cpu_us: snap.agent.round_cpu_us,
             irq_refresh_cpu_us: snap.agent.irq_refresh_cpu_us,
             irq_scan_cpu_us: snap.agent.irq_scan_cpu_us,
-            loader_cpu_ms: snap.agent.loader_cpu_ms,
+            loader_cpu_ms: snap.loader_cpu_ms,
             tasks: snap.tasks.clone(),
             cpus: (0..snap.nr_cpus)
                 .map(|cpu| CpuRow {

@@ -60,6 +60,7 @@ fn snapshot(round: u64, nr_cpus: usize) -> Snapshot {
             round_us: 100 + round % 50,
             ..Default::default()
         },
+        loader_cpu_ms: 0,
     }
 }
 

@@ -9,9 +9,9 @@
 #   - CPU-s/s from utime+stime (/proc/PID/stat: ticks, what top shows),
 #   - CPU-s/s from the threads' run time (/proc/PID/task/*/schedstat: ns, not sampled),
 #   - wakeups per second (voluntary context switches of all threads).
-# Under TCG each wakeup costs about 2 ms of run time whatever the task then does (compare the
+# Under TCG each wakeup costs 1-2 ms of run time whatever the task then does (compare the
 # `--interval-ms 10000 --irq-refresh-ms 60000` row, whose loop only wakes to check for stats
-# requests, with scx_bpfland's), so here the loader's CPU follows its wakeups. Prints figures,
+# requests, with scx_bpfland's), so here the loader's CPU follows its wakeups and system calls. Prints figures,
 # and scx_miami's own view of its cost at the defaults (--monitor: the loader's CPU since start,
 # the last round's and the last IRQ map refresh's and full scan's); checks that every case was
 # measured and that the stats' loader_cpu_ms is the kernel's run time of the loader's threads

@@ -261,7 +261,6 @@ static int relay(int port, const char *host2, int port2)
 	return 0;
 }
 
-/* 64-byte sends every delay_us until end; returns their number and the first and last times. */
 /* The call times duplex records: at most DUPLEX_CALLS per thread, the rest are not timed. */
 #define DUPLEX_CALLS 65536
 
@@ -270,16 +269,25 @@ struct call_times {
 	unsigned long n;
 };
 
-static void call_time(struct call_times *c)
+/* CLOCK_BOOTTIME in seconds: the clock of /proc/uptime, which the VM tests stamp with. */
+static double boot_s(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	if (c->n < DUPLEX_CALLS)
-		c->t[c->n++] = ts.tv_sec + ts.tv_nsec / 1e9;
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Sends paced as above until @end; the time of each goes to @times when not NULL. */
+static void call_time(struct call_times *c, double t)
+{
+	if (c->n < DUPLEX_CALLS)
+		c->t[c->n++] = t;
+}
+
+/*
+ * 64-byte sends every delay_us until end; returns their number and the first and last times,
+ * and keeps the time of each in @times when not NULL.
+ */
 static unsigned long paced_sends(int s, double delay_us, double end, double *first, double *last,
 				 struct call_times *times)
 {
@@ -290,7 +298,7 @@ static unsigned long paced_sends(int s, double delay_us, double end, double *fir
 	for (*first = *last = next; (t = now_us()) < end; n++) {
 		*last = t;
 		if (times)
-			call_time(times);
+			call_time(times, boot_s());
 		if (write_all(s, buf, sizeof(buf)) < 0)
 			fail("shapes: send");
 		advance(&next, delay_us);
@@ -344,12 +352,13 @@ static int duplex(const char *host, int port, double delay_us, double secs, cons
 	printf("shapes: duplex send_tid %d recv_tid %d\n", d.send_tid, gettid());
 	fflush(stdout);
 	for (;;) {
-		call_time(&recv_times);
+		double t = boot_s();
+
 		if ((n = recv(d.s, buf, sizeof(buf), 0)) <= 0)
 			break;
 		recvs++;
+		call_time(&recv_times, t);
 	}
-	recv_times.n--; /* the recv() that saw EOF */
 	if (n < 0)
 		fail("shapes duplex: recv");
 	pthread_join(ta, NULL);
