@@ -59,6 +59,7 @@ struct task_ctx {
 	u64	rep_last_ns;		/* last call on the representative connection */
 	u32	rep_intens;		/* its intensiveness */
 	s32	rep_irq;		/* its IRQ CPU */
+	u64	chal_since_ns;		/* another connection has been winning since, 0 none */
 	struct rate_win all;		/* every call of the task, on any connection */
 	s32	vote_cpu;		/* majority vote over the IRQ CPUs of its calls */
 	u32	vote_cnt;

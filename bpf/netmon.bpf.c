@@ -45,13 +45,13 @@
  * 3. What a task is (paper III-B: a process is represented by "the most intensive connection").
  * We work per task rather than per process: threads of one server often serve different
  * connections, and sched_ext places tasks. The task keeps:
- *  - its representative connection: a connection with a rate takes over when there is none,
- *    when the representative is no longer live (closed by this task, see the tcp_close probe,
- *    or quiet for longer than 4 of its own mean intervals or one window), or when it is
- *    clearly more intensive: by more than a quarter. Hysteresis, because a proxy relaying one
- *    connection into another at one rate has two equally intensive connections, often on
- *    different NICs and LLCs; "at least as intensive" handed the task back and forth on nearly
- *    every call;
+ *  - its representative connection: a connection with a rate takes over when there is none
+ *    (or it was closed by this task, see the tcp_close probe), and, after winning for one
+ *    window, when the representative is no longer live (quiet for longer than 4 of its own
+ *    mean intervals or one window) or when it is clearly more intensive: by more than a
+ *    quarter. Hysteresis, because a proxy relaying one connection into another at one rate has
+ *    two equally intensive connections, often on different NICs and LLCs; "at least as
+ *    intensive" handed the task back and forth on nearly every call;
  *  - the rate of all its calls, on any connection (task_ctx.all);
  *  - a majority vote over the IRQ CPUs of its calls (vote_cpu/vote_cnt, capped at VOTE_MAX, so
  *    a new majority wins within a few calls; a silence of one window starts a new vote, so a
@@ -250,7 +250,16 @@ static __always_inline bool rep_live(const struct task_ctx *taskc, u64 now)
 	return (s64)(now - taskc->rep_last_ns) <= (s64)(quiet_ns + 1000000);
 }
 
-/* Make @sockc's connection @taskc's representative if it should be (section 3). */
+/*
+ * Make @sockc's connection @taskc's representative if it should be (section 3). A connection
+ * that would take over from a representative the task still has must keep winning, at every
+ * call of any challenger, for one window (chal_since_ns): the host stops a TCG guest's vCPUs
+ * for hundreds of ms, after which both of a relay's connections look quiet, and the one whose
+ * window closes first looks slower; one such stop swapped them, and a CI run counted 8 swaps in
+ * 6 s against 5 allowed. A challenger loses the moment the representative is live and not
+ * clearly slower, so a stop costs no swap; a representative that really went quiet or slow is
+ * replaced one window later. With no representative (none yet, or closed) it is at once.
+ */
 static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *sockc, u64 now)
 {
 	u32 intens = sockc->rate.intens;
@@ -258,9 +267,18 @@ static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *
 	if (taskc->rep_cookie != sockc->cookie) {
 		if (!intens)
 			return;
-		if (rep_live(taskc, now) && (u64)intens * 4 <= (u64)taskc->rep_intens * 5)
+		if (rep_live(taskc, now) && (u64)intens * 4 <= (u64)taskc->rep_intens * 5) {
+			taskc->chal_since_ns = 0;
 			return;
+		}
+		if (taskc->rep_cookie) {
+			if (!taskc->chal_since_ns)
+				taskc->chal_since_ns = now;
+			if ((s64)(now - taskc->chal_since_ns) < (s64)intens_win_ns)
+				return;
+		}
 		taskc->rep_cookie = sockc->cookie;
+		taskc->chal_since_ns = 0;
 		stat_inc(MIAMI_STAT_REP_CHANGES);
 	}
 	taskc->rep_last_ns = now;

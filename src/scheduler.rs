@@ -52,6 +52,8 @@ const MOVE_ROUNDS: u64 = 3;
 const BATCH: u32 = 1024;
 /// Longest the run loop sleeps before checking shutdown, timers and stats requests.
 const TICK: Duration = Duration::from_millis(100);
+/// How long the run loop waits for another stats request after answering one (see run()).
+const STATS_FOLLOW_UP: Duration = Duration::from_millis(20);
 
 /// SIGINT and SIGTERM set the returned flag instead of ending the process: the run loop (or
 /// --monitor, --tui) sees it, detaches and reports. Not ctrlc: its "termination" feature takes
@@ -630,14 +632,24 @@ impl<'a> Scheduler<'a> {
             // crossbeam spins and then calls sched_yield() several times before it blocks, and
             // again when the timeout ends; in a TCG guest that made a quiet loop cost about three
             // times what it does now (docs/results/loader-cost.md). A request waits at most one
-            // agent period.
+            // agent period. The server's proxy hands over one request at a time and the next
+            // only once the answer is out, so after an answer we wait a little for the next
+            // (STATS_FOLLOW_UP) until the next agent round is due: 100 clients at once (each
+            // makes two requests) would otherwise wait one sleep each, and a CI run's last
+            // one gave up after 10 s.
             let wait = next_agent
                 .saturating_duration_since(Instant::now())
                 .clamp(Duration::from_millis(1), TICK);
             std::thread::sleep(wait);
             if let Some((res_ch, req_ch)) = &channels {
-                while req_ch.try_recv().is_ok() {
+                let mut req = req_ch.try_recv().is_ok();
+                while req {
                     let _ = res_ch.send(self.snapshot());
+                    let left = next_agent.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    req = req_ch.recv_timeout(left.min(STATS_FOLLOW_UP)).is_ok();
                 }
             }
         }
