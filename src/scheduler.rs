@@ -52,8 +52,8 @@ const MOVE_ROUNDS: u64 = 3;
 const BATCH: u32 = 1024;
 /// Longest the run loop sleeps before checking shutdown, timers and stats requests.
 const TICK: Duration = Duration::from_millis(100);
-/// How long the run loop waits for another stats request after answering one (see run()).
-const STATS_FOLLOW_UP: Duration = Duration::from_millis(20);
+/// A stats request within this long keeps the run loop blocked on the request channel (run()).
+const STATS_ACTIVE: Duration = Duration::from_secs(2);
 
 /// SIGINT and SIGTERM set the returned flag instead of ending the process: the run loop (or
 /// --monitor, --tui) sees it, detaches and reports. Not ctrlc: its "termination" feature takes
@@ -589,6 +589,7 @@ impl<'a> Scheduler<'a> {
             .map(|(kind, after)| (kind, Instant::now() + after));
         let mut sampler = Sampler::default();
         let channels = self.stats_server.as_ref().map(|s| s.channels());
+        let mut last_req = Instant::now() - STATS_ACTIVE;
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             if reload_flag.swap(false, Ordering::Relaxed) {
@@ -627,29 +628,36 @@ impl<'a> Scheduler<'a> {
                     next_stats = now + p;
                 }
             }
-            // Sleep until the next round, then answer the stats requests that came meanwhile
-            // (the server's per-client reader makes deltas of the totals). Not recv_timeout():
+            // Wait until the next round. With no stats client lately, sleep and then answer
+            // what came meanwhile (a request waits at most TICK): not recv_timeout(), because
             // crossbeam spins and then calls sched_yield() several times before it blocks, and
-            // again when the timeout ends; in a TCG guest that made a quiet loop cost about three
-            // times what it does now (docs/results/loader-cost.md). A request waits at most one
-            // agent period. The server's proxy hands over one request at a time and the next
-            // only once the answer is out, so after an answer we wait a little for the next
-            // (STATS_FOLLOW_UP) until the next agent round is due: 100 clients at once (each
-            // makes two requests) would otherwise wait one sleep each, and a CI run's last
-            // one gave up after 10 s.
+            // again when the timeout ends, which in a TCG guest made a quiet loop cost about
+            // three times what it does now (docs/results/loader-cost.md). While clients are
+            // asking (one within STATS_ACTIVE), block on the channel instead and answer each
+            // request at once: the server's proxy hands over one request at a time, the next
+            // only once the answer is out, so 100 clients at once were served one per agent
+            // period and a CI run's last one gave up after 10 s.
             let wait = next_agent
                 .saturating_duration_since(Instant::now())
                 .clamp(Duration::from_millis(1), TICK);
-            std::thread::sleep(wait);
-            if let Some((res_ch, req_ch)) = &channels {
-                let mut req = req_ch.try_recv().is_ok();
-                while req {
-                    let _ = res_ch.send(self.snapshot());
-                    let left = next_agent.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    req = req_ch.recv_timeout(left.min(STATS_FOLLOW_UP)).is_ok();
+            let Some((res_ch, req_ch)) = &channels else {
+                std::thread::sleep(wait);
+                continue;
+            };
+            let deadline = Instant::now() + wait;
+            let active = last_req.elapsed() < STATS_ACTIVE;
+            let mut answer = || {
+                let _ = res_ch.send(self.snapshot());
+                last_req = Instant::now();
+            };
+            if active {
+                while req_ch.recv_deadline(deadline).is_ok() {
+                    answer();
+                }
+            } else {
+                std::thread::sleep(wait);
+                while req_ch.try_recv().is_ok() {
+                    answer();
                 }
             }
         }
