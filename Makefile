@@ -6,7 +6,7 @@ export BPF_CLANG ?= clang-19
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 BIN := target/release/scx_miami
-TOOLS := target/tools/pacer target/tools/shapes
+TOOLS := target/tools/pacer target/tools/shapes target/tools/peer.bpf.o
 
 .PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead scxtop loader-cost
 
@@ -28,6 +28,10 @@ target/tools/shapes: tests/vm/tools/shapes.c
 	@mkdir -p $(@D)
 	gcc -O2 -Wall -Werror -pthread -o $@ $<
 
+target/tools/peer.bpf.o: tests/vm/tools/peer.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -c -o $@ $<
+
 # fmt, clippy, host tests, then the VM suite on every kernel of the matrix (the BPF verifier runs
 # there); ends with "N passed, N failed". The Debian package is built first: t_ops installs it.
 test: build deb
@@ -39,8 +43,8 @@ overhead: build
 	scripts/overhead.sh
 
 # Long forms of the reliability tests (issue 13), beside their short forms in `make test`:
-# stress-ng plus 16 flows for 60 s on every kernel of the matrix; CPU hotplug of an IRQ CPU's
-# LLC sibling too, not only of the IRQ CPU.
+# stress-ng plus 16 flows for 60 s on the newest and the oldest kernel of the matrix (7.3,
+# 6.12); CPU hotplug of an IRQ CPU's LLC sibling too, not only of the IRQ CPU.
 soak: build deb
 	MIAMI_STRESS_SECS=60 MIAMI_HOTPLUG_SIBLING=1 tests/vm/suite.sh --only t_stress,t_hotplug
 
@@ -56,7 +60,7 @@ scxtop: build
 # The loader's CPU and wakeups per second against scx_bpfland's, at the defaults and with the
 # agent round and the IRQ map refresh slowed (issue 14 §5), in the guest: figures only.
 loader-cost: build
-	[ -x .cache/peers/bin/scx_bpfland ] || scripts/deps.sh --no-kernels
+	[ -x .cache/peers/bin/scx_bpfland ] || scripts/deps.sh --no-kernels --peers
 	tests/vm/suite.sh --only t_loader_cost
 
 # A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.

@@ -26,7 +26,7 @@ while (($#)); do
 	esac
 done
 peers=$top/.cache/peers
-[[ -x $peers/bin/scx_bpfland ]] || scripts/deps.sh --no-kernels
+[[ -x $peers/bin/scx_bpfland ]] || scripts/deps.sh --no-kernels --peers
 BPFLAND_VERSION=$("$peers/bin/scx_bpfland" --version 2>/dev/null | awk '{ print $2 }')
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${out:-$top/.cache/bench/$stamp}

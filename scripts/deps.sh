@@ -6,6 +6,8 @@
 #
 #   scripts/deps.sh            apt packages, virtme-ng + prometheus_client venv, guest kernels
 #   scripts/deps.sh --no-kernels
+#   scripts/deps.sh --peers    also scx_bpfland, the peer `make bench` and `make loader-cost`
+#                              compare against (4m41s of compiling, once; `make test` needs none)
 #
 # What it touches on the host: one extra apt .sources file (trixie, trixie-backports, sid,
 # copied from the machine's own Debian entry, so no mirror is named here) with an apt pin that
@@ -14,8 +16,14 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-want_kernels=1
-[[ ${1:-} == --no-kernels ]] && want_kernels=0
+want_kernels=1 want_peers=0
+for a in "$@"; do
+	case $a in
+	--no-kernels) want_kernels=0 ;;
+	--peers) want_peers=1 ;;
+	*) printf 'deps: unknown option %s (usage: scripts/deps.sh [--no-kernels] [--peers])\n' "$a" >&2; exit 2 ;;
+	esac
+done
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
@@ -100,7 +108,7 @@ fi
 # --- peer schedulers (the bench compares against them) -------------------------------------
 # scx_bpfland from the crate registry, pinned, built once into .cache/peers (ignored by git).
 BPFLAND_VERSION=1.1.4
-if [[ ! -x $top/.cache/peers/bin/scx_bpfland ]]; then
+if ((want_peers)) && [[ ! -x $top/.cache/peers/bin/scx_bpfland ]]; then
 	log "scx_bpfland $BPFLAND_VERSION into $top/.cache/peers (a few minutes, once)"
 	BPF_CLANG=${BPF_CLANG:-clang-19} cargo install --locked --quiet --root "$top/.cache/peers" \
 		"scx_bpfland@$BPFLAND_VERSION"

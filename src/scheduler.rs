@@ -77,6 +77,16 @@ pub fn install_sighup() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
+/// The name of the sched_ext scheduler the kernel runs, if it runs one.
+fn running_ops() -> Option<String> {
+    let state = std::fs::read_to_string("/sys/kernel/sched_ext/state").ok()?;
+    (state.trim() == "enabled").then(|| {
+        std::fs::read_to_string("/sys/kernel/sched_ext/root/ops")
+            .map(|o| o.trim().to_string())
+            .unwrap_or_else(|_| "(name unknown)".into())
+    })
+}
+
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
     // SAFETY: T is Copy plain data (bindgen structs of integers); the slice borrows @v.
@@ -195,6 +205,14 @@ impl<'a> Scheduler<'a> {
             llcs.describe()
         );
 
+        if let Some(ops) = running_ops().filter(|_| !cfg.observe) {
+            // Before the BPF load (5 s under TCG), and naming it: scx_ops_attach!() would
+            // refuse too, but only after the load and without saying which one runs.
+            bail!(
+                "another sched_ext scheduler is already running: {ops} \
+                 (/sys/kernel/sched_ext/root/ops); stop it first"
+            );
+        }
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(verbose);
         let mut skel = if cfg.observe {

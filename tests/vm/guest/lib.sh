@@ -289,7 +289,7 @@ sched_start() {
 }
 sched_stop() {
 	[[ -n ${SCHED_PID:-} ]] || { echo "sched_stop: not started" >&2; return 1; }
-	local i rc=0
+	local i rc=0 t0=$EPOCHREALTIME
 	kill -INT "$SCHED_PID" 2>/dev/null || true
 	for i in $(seq 100); do kill -0 "$SCHED_PID" 2>/dev/null || break; sleep 0.1; done
 	if kill -0 "$SCHED_PID" 2>/dev/null; then
@@ -304,14 +304,33 @@ sched_stop() {
 		tail -n 30 "$SCHED_LOG" | sed 's/^/  | /' >&2
 	fi
 	dmesg 2>/dev/null | grep -a 'sched_ext:' | tail -n 2 | sed "s/^/$T_NAME: /"
+	log "scheduler stopped in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
 	SCHED_PID=
 	return $rc
+}
+
+# peer_start / peer_stop: another sched_ext scheduler, tests/vm/tools/peer.bpf.c (peer_fifo),
+# registered by bpftool with its link pinned under $PEER_PIN; unpinning it detaches it.
+PEER_PIN=/sys/fs/bpf/miami_peer
+peer_start() {
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+	mkdir -p "$PEER_PIN"
+	bpftool struct_ops register "$VM_TOP/target/tools/peer.bpf.o" "$PEER_PIN" >/dev/null
+	[[ $(sched_state) == enabled && $(sched_ops) == peer_fifo ]] ||
+		{ echo "peer_start: state $(sched_state), ops '$(sched_ops)'" >&2; return 1; }
+}
+peer_stop() {
+	local i
+	[[ -d $PEER_PIN ]] || return 0
+	rm -rf "$PEER_PIN"
+	for i in $(seq 50); do [[ $(sched_state) == disabled ]] && break; sleep 0.1; done
 }
 
 # --- fresh state between tests (runall.sh) ----------------------------------------------------
 vm_reset() {
 	local i irq all
 	pkill -INT -x scx_miami 2>/dev/null || true
+	peer_stop
 	for i in $(seq 100); do [[ $(sched_state) != enabled ]] && break; sleep 0.1; done
 	# Every workload a test may start in the root namespace: a server left running (they
 	# daemonize, out of reach of runall's process-group kill) is a network task in the next

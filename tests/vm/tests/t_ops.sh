@@ -14,7 +14,8 @@
 #     anything of ours;
 #   - after kill -9 of the loader the kernel has detached it (state disabled, no program of
 #     ours), and a new instance starts over the stale socket file and serves stats;
-#   - with another sched_ext scheduler loaded (scx_bpfland) it refuses: exit 1, reason named.
+#   - with another sched_ext scheduler loaded (tests/vm/tools/peer.bpf.c, registered with
+#     bpftool) it refuses before loading anything: exit 1, the other one named and untouched.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -116,20 +117,18 @@ check_ge "it serves stats on the socket" \
 	"$(timeout -s INT 3 "$root/usr/bin/scx_miami" --monitor 0.5 2>/dev/null | grep -c '^irq_cpus' || true)" 1
 sched_stop && pass "stopped with exit 0" || fail "sched_stop"
 
-# Another sched_ext scheduler loaded (scx_bpfland, the peer `make bench` runs): scx_miami refuses
-# as it does a second instance of itself (t_sched_basic): exit 1, the reason named, the other
-# scheduler left running.
-bpfland=${MIAMI_BPFLAND:-$VM_TOP/.cache/peers/bin/scx_bpfland}
-if [[ -x $bpfland ]] && MIAMI_BIN=$bpfland SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 sched_start; then
-	rc=0
-	"$root/usr/bin/scx_miami" >/tmp/other.out 2>&1 || rc=$?
-	tail -n 2 /tmp/other.out
-	check_eq "with scx_bpfland loaded: exit code" "$rc" 1
-	check_ge "... the message says another scheduler runs" \
-		"$(grep -c 'another sched_ext scheduler is already running' /tmp/other.out || true)" 1
-	check_eq "... scx_bpfland still loaded" "$(sched_state) $(sched_ops | cut -d_ -f1)" "enabled bpfland"
-	sched_stop || fail "stopping scx_bpfland"
-else
-	fail "scx_bpfland did not start ($bpfland; scripts/deps.sh builds it)"
-fi
+# Another sched_ext scheduler loaded (peer_fifo: a name and no callbacks, registered by bpftool
+# with its link pinned under /sys/fs/bpf/miami_peer; vm_reset removes it if this test does not):
+# scx_miami refuses as it does a second instance of itself (t_sched_basic): exit 1, the other
+# scheduler named and left running.
+peer_start || fail "peer_fifo did not load"
+rc=0
+"$root/usr/bin/scx_miami" >/tmp/other.out 2>&1 || rc=$?
+tail -n 2 /tmp/other.out
+check_eq "with peer_fifo loaded: exit code" "$rc" 1
+check_ge "... the message names it" \
+	"$(grep -c 'another sched_ext scheduler is already running: peer_fifo ' /tmp/other.out || true)" 1
+check_eq "... peer_fifo still loaded" "$(sched_state) $(sched_ops)" "enabled peer_fifo"
+peer_stop
+check_eq "... and gone once its link is unpinned" "$(sched_state)" disabled
 finish

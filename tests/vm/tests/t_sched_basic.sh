@@ -36,8 +36,8 @@ set +e
 "$bin" >/tmp/second.out 2>&1; rc=$?
 set -e
 check_eq "second instance exit code" "$rc" 1
-grep -q "another sched_ext scheduler is already running" /tmp/second.out &&
-	pass "second instance says another scheduler is running" || fail "second instance: $(tail -2 /tmp/second.out)"
+grep -q "another sched_ext scheduler is already running: $(sched_ops) " /tmp/second.out &&
+	pass "second instance names the scheduler that runs" || fail "second instance: $(tail -2 /tmp/second.out)"
 
 sleep 1.2
 if sched_stop; then pass "stopped with exit 0, state disabled"; else fail "sched_stop"; fi
