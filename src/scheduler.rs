@@ -669,7 +669,8 @@ impl<'a> Scheduler<'a> {
                 last_req = Instant::now();
             };
             if active {
-                while req_ch.recv_deadline(deadline).is_ok() {
+                // Not past the deadline even while requests keep coming: the round is due.
+                while Instant::now() < deadline && req_ch.recv_deadline(deadline).is_ok() {
                     answer();
                 }
             } else {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Issue #13 test 1 (stress plus traffic, on 7.3 and 6.12, the newest and the oldest kernel of the
-# matrix; `make soak` runs it for 60 s): the scx project's CI line,
+# Issue #13 test 1 (stress plus traffic; in `make test` on 7.3 and 6.12, the newest and the
+# oldest kernel of the matrix, and for 60 s on every kernel in `make soak`): the scx CI line,
 #   stress-ng --aggressive -M -c N -f N --affinity 1 --affinity-delay 1 --affinity-pin
 # (CPU, fork and affinity-changing stressors, N = CPUs) beside 16 iperf3 flows, 8 over each NIC
 # pair, for MIAMI_STRESS_SECS seconds (default 15 in `make test`; `make soak` runs 60). Pass:
