@@ -126,8 +126,8 @@ fn thread_cpu_us() -> u64 {
     clock_ns(rustix::time::ClockId::ThreadCPUTime) / 1000
 }
 
-/// Refuse early, with a message a user can act on, where loading cannot work. --observe
-/// (@observe) needs no sched_ext.
+/// Refuse early, with a message a user can act on, where loading cannot work: not root, no
+/// sched_ext, or another scheduler running. --observe (@observe) needs no sched_ext.
 pub fn check_host(observe: bool) -> Result<()> {
     if !rustix::process::geteuid().is_root() {
         bail!("scx_miami must run as root (it loads a BPF scheduler); try: sudo scx_miami");
@@ -140,6 +140,15 @@ pub fn check_host(observe: bool) -> Result<()> {
             std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .unwrap_or_default()
                 .trim()
+        );
+    }
+    // Before the BPF load (5 s under TCG), and naming it: scx_ops_attach!() refuses too (and
+    // still does for a restart the kernel asked for), but only after the load and without
+    // saying which one runs.
+    if let Some(ops) = running_ops().filter(|_| !observe) {
+        bail!(
+            "another sched_ext scheduler is already running: {ops} \
+             (/sys/kernel/sched_ext/root/ops); stop it first"
         );
     }
     Ok(())
@@ -205,14 +214,6 @@ impl<'a> Scheduler<'a> {
             llcs.describe()
         );
 
-        if let Some(ops) = running_ops().filter(|_| !cfg.observe) {
-            // Before the BPF load (5 s under TCG), and naming it: scx_ops_attach!() would
-            // refuse too, but only after the load and without saying which one runs.
-            bail!(
-                "another sched_ext scheduler is already running: {ops} \
-                 (/sys/kernel/sched_ext/root/ops); stop it first"
-            );
-        }
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(verbose);
         let mut skel = if cfg.observe {
