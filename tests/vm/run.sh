@@ -81,6 +81,10 @@ msg "kernel ${kver:-?} ($img)"
 memmb=$(numfmt --from=iec "${memory}" 2>/dev/null || numfmt --from=iec "${memory%B}")
 memmb=$((memmb / 1024 / 1024))
 qopts=()
+# MIAMI_QMON=PATH: the qemu monitor on a unix socket, to look into a guest that seems hung
+# (`info registers -a`; `sendkey alt-sysrq-t` lists every task's state and stack; `sendkey
+# shift-alt-sysrq-s` detaches the sched_ext scheduler).
+[[ -z ${MIAMI_QMON:-} ]] || qopts+=(-monitor "unix:$MIAMI_QMON,server,nowait")
 vopts=()
 case $topo in
 llc2)

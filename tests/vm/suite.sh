@@ -55,6 +55,7 @@ TESTS=(
 	"t_error.sh           default"
 	"t_churn.sh           default"
 	"t_observe.sh         default"
+	"t_overload.sh        default"
 	"t_bench.sh           default"
 	# Last: it removes a NIC's PCI function and rescans; once the next test found no client
 	# NIC for 30 s after it.

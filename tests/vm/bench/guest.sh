@@ -7,7 +7,10 @@
 # rps_sock_flow_entries 32768, rps_flow_cnt 4096 per receive queue), scx_bpfland (when
 # MIAMI_BPFLAND names its binary), scx_miami (default flags).
 #
-#   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]]
+#   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N]
+#
+# --scheds picks schedulers from those above (t_overload: eevdf,miami); --secs sets the window
+# (default 10, 5 with --quick).
 #
 # Scenarios (--quick, in `make test`: mix-1 alone, 5 s windows: bulk receivers and a
 # ping-pong, so every metric below but requests/s; t_short_conn runs lighttpd under ab there):
@@ -34,20 +37,23 @@ set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 T_NAME=bench
 
-quick=0 only=
+quick=0 only= secs= only_scheds=
 while (($#)); do
 	case $1 in
 	--quick) quick=1; shift ;;
 	--only) only=$2; shift 2 ;;
-	*) echo "usage: guest.sh [--quick] [--only SCENARIO[,SCENARIO...]]" >&2; exit 2 ;;
+	--scheds) only_scheds=$2; shift 2 ;;
+	--secs) secs=$2; shift 2 ;;
+	*) echo "usage: guest.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--secs N]" >&2; exit 2 ;;
 	esac
 done
 out=${VM_OUT:-/tmp}/bench.jsonl
 : >"$out"
-secs=$((quick ? 5 : 10))
+secs=${secs:-$((quick ? 5 : 10))}
 scheds=(eevdf eevdf-rfs)
 [[ -n ${MIAMI_BPFLAND:-} && -x ${MIAMI_BPFLAND:-} ]] && scheds+=(bpfland)
 scheds+=(miami)
+[[ -z $only_scheds ]] || IFS=, read -ra scheds <<<"$only_scheds"
 if ((quick)); then
 	scenarios=(mix-1)
 else
