@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC and tier, network room on a CPU,
+ * the CPUs a task may run on (and a mask narrowed to them), and the non-IRQ CPUs where
+ * non-network work goes.
+ *
+ * Included by main.bpf.c only, after the globals these read (cpu_llc, llc_overloaded,
+ * net_room_pct, non_irq_cpumask): a split of one translation unit, so that main.bpf.c stays
+ * under the house limit of ~800 lines while the compiled object stays what it was. The helpers
+ * are plain static functions, not __hidden ones in an object of their own (agent.bpf.c), so
+ * that the compiler inlines them into the hot paths as before and the verifier sees the same
+ * programs on every kernel of the matrix.
+ */
+#ifndef __MIAMI_CPUS_BPF_H
+#define __MIAMI_CPUS_BPF_H
+
+struct llc_ctx {
+	struct bpf_cpumask __kptr *span;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct llc_ctx);
+} llc_ctx_stor SEC(".maps");
+
+/*
+ * One scratch mask per CPU, for "these CPUs, but only those @p may run on" (allowed_and()).
+ * The ops that use it run with the runqueue or pi lock held and interrupts off, so two uses on
+ * one CPU never overlap.
+ */
+struct scratch_ctx {
+	struct bpf_cpumask __kptr *mask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MIAMI_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct scratch_ctx);
+} scratch_stor SEC(".maps");
+
+/* LLC of @cpu; an impossible id for an invalid CPU, so it matches no real LLC. */
+static u32 llc_of(s32 cpu)
+{
+	u64 idx = (u32)cpu;
+
+	if (idx >= MIAMI_MAX_CPUS)
+		return (u32)-1;
+	/*
+	 * A no-op mask the compiler must keep (barrier_var): older verifiers (6.12) lose the bound
+	 * of a 32-bit result (e.g. of a modulo) and reject the array index without it.
+	 */
+	barrier_var(idx);
+	idx &= MIAMI_MAX_CPUS - 1;
+	return cpu_llc[idx];
+}
+
+/* Is @cpu's LLC overloaded on average (llc_overloaded[])? */
+static bool llc_is_overloaded(s32 cpu)
+{
+	u64 llc = llc_of(cpu);
+
+	if (llc >= MIAMI_MAX_LLCS)
+		return false;
+	barrier_var(llc);	/* as in llc_of() */
+	llc &= MIAMI_MAX_LLCS - 1;
+	return llc_overloaded[llc];
+}
+
+static const struct cpumask *llc_span(s32 cpu)
+{
+	struct llc_ctx *llcc;
+	u32 key = llc_of(cpu);
+
+	llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
+	if (!llcc || !llcc->span)
+		return NULL;
+	return cast_mask(llcc->span);
+}
+
+static u32 tier_of(s32 cpu, s32 irq_cpu)
+{
+	if (cpu == irq_cpu)
+		return MIAMI_TIER_CORE;
+	if (llc_of(cpu) == llc_of(irq_cpu))
+		return MIAMI_TIER_CACHE;
+	return MIAMI_TIER_OTHER;
+}
+
+/*
+ * Does @cpu have room for one more network task? For the task's own previous CPU the load
+ * already includes the task itself, so staying there adds nothing: only the queue counts.
+ */
+static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2)
+		return false;
+	return cpu == prev_cpu || load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
+}
+
+static bool cpu_allowed(const struct task_struct *p, s32 cpu)
+{
+	return cpu >= 0 && cpu < nr_cpu_ids && bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
+static bool all_cpus_allowed(const struct task_struct *p)
+{
+	return p->nr_cpus_allowed >= nr_cpu_ids;
+}
+
+/*
+ * @mask limited to the CPUs @p may run on: @mask itself when @p may run anywhere, else this
+ * CPU's scratch mask set to the intersection. A task under a cpuset, taskset, a container's CPU
+ * list or isolcpus gets every placement rule inside the CPUs it has. NULL if no mask.
+ */
+static const struct cpumask *allowed_and(const struct task_struct *p, const struct cpumask *mask)
+{
+	struct scratch_ctx *sc;
+	struct bpf_cpumask *tmp;
+	u32 key = bpf_get_smp_processor_id();
+
+	if (!mask || all_cpus_allowed(p))
+		return mask;
+	sc = bpf_map_lookup_elem(&scratch_stor, &key);
+	if (!sc)
+		return NULL;
+	tmp = sc->mask;
+	if (!tmp)
+		return NULL;
+	bpf_cpumask_and(tmp, mask, p->cpus_ptr);
+	return cast_mask(tmp);
+}
+
+/* Is the task running on @cpu a network task? */
+static bool cpuc_cur_net(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->cur_net;
+}
+
+/* Is the task running on @cpu a kernel thread? */
+static bool cpuc_cur_kthread(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->cur_kthread;
+}
+
+/* The CPUs that take no NIC IRQ and that @p may run on; NULL if none is known. */
+static const struct cpumask *non_irq_for(const struct task_struct *p)
+{
+	struct bpf_cpumask *non_irq = non_irq_cpumask;
+
+	return non_irq ? allowed_and(p, cast_mask(non_irq)) : NULL;
+}
+
+/* Claim an idle CPU for @p that takes no NIC IRQ; -1 if there is none. */
+static s32 pick_idle_non_irq(const struct task_struct *p)
+{
+	const struct cpumask *mask = non_irq_for(p);
+
+	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
+}
+
+/* Is a CPU that takes no NIC IRQ, and that @p may run on, idle right now? Claims nothing. */
+static bool idle_non_irq_exists(const struct task_struct *p)
+{
+	const struct cpumask *mask = non_irq_for(p), *idle;
+	bool ret;
+
+	if (!mask)
+		return false;
+	idle = scx_bpf_get_idle_cpumask();
+	ret = bpf_cpumask_intersects(idle, mask);
+	scx_bpf_put_idle_cpumask(idle);
+	return ret;
+}
+
+/*
+ * Claim an idle CPU that takes no NIC IRQ and that @p may run on, and kick it, so it picks up
+ * non-network work that an IRQ CPU would otherwise take. False if there is none.
+ */
+static bool kick_idle_non_irq(const struct task_struct *p)
+{
+	s32 cpu = pick_idle_non_irq(p);
+
+	if (cpu < 0)
+		return false;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
+}
+
+static bool is_irq_cpu(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->is_irq;
+}
+
+#endif /* __MIAMI_CPUS_BPF_H */
