@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 BIN := target/release/scx_miami
 TOOLS := target/tools/pacer target/tools/shapes target/tools/peer.bpf.o
 
-.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead scxtop loader-cost
+.PHONY: all deps build test demo bench host-test vm-test clean docs deb soak overhead scxtop loader-cost scale
 
 all: build
 
@@ -44,10 +44,12 @@ overhead: build
 
 # Long forms of the reliability tests (issue 13), beside their short forms in `make test`:
 # stress-ng plus 16 flows for 60 s on every kernel of the matrix (`make test`: 15 s, on 7.3 and
-# 6.12); CPU hotplug of an IRQ CPU's LLC sibling too, not only of the IRQ CPU.
+# 6.12); CPU hotplug of an IRQ CPU's LLC sibling too, not only of the IRQ CPU; sched_ext
+# enabled and disabled 10 times with a trivial scheduler and 6 with scx_miami under load
+# (t_attach_loop, the TCG int3 trap; MIAMI_TCG_THREAD=single for one TCG thread).
 soak: build deb
 	MIAMI_EVERY_KERNEL=t_stress MIAMI_STRESS_SECS=60 MIAMI_HOTPLUG_SIBLING=1 \
-		tests/vm/suite.sh --only t_stress,t_hotplug
+		tests/vm/suite.sh --only t_stress,t_hotplug,t_attach_loop
 
 # scxtop, the scx project's observability tool, against a running scx_miami in the guest
 # (issue 15; docs/operations.md says what it shows). Built once from the crate registry into
@@ -63,6 +65,12 @@ scxtop: build
 loader-cost: build
 	[ -x .cache/peers/bin/scx_bpfland ] || scripts/deps.sh --no-kernels --peers
 	tests/vm/suite.sh --only t_loader_cost
+
+# Cost per call of the TCP probes and of the sched_ext callbacks with 8 to 4,096 connections
+# (16 to 8,192 sockets, as many server threads), in the guest (issue 14 §4): figures only;
+# docs/results/scale.md holds a run.
+scale: build
+	tests/vm/suite.sh --only t_scale
 
 # A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.
 deb: build

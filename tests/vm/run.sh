@@ -85,6 +85,9 @@ qopts=()
 # (`info registers -a`; `sendkey alt-sysrq-t` lists every task's state and stack; `sendkey
 # shift-alt-sysrq-s` detaches the sched_ext scheduler).
 [[ -z ${MIAMI_QMON:-} ]] || qopts+=(-monitor "unix:$MIAMI_QMON,server,nowait")
+# MIAMI_TCG_THREAD=single: one host thread runs every vCPU (qemu's default for this guest is
+# multi, a thread per vCPU): every vCPU then shares one host CPU. For t_attach_loop.
+[[ -z ${MIAMI_TCG_THREAD:-} ]] || qopts+=(-accel "tcg,thread=$MIAMI_TCG_THREAD")
 vopts=()
 case $topo in
 llc2)

@@ -64,6 +64,10 @@ TESTS=(
 	"t_scxtop.sh          optin"
 	# make loader-cost: a benchmark, figures only.
 	"t_loader_cost.sh     optin"
+	# make scale: cost per call with 8 to 4,096 connections, figures.
+	"t_scale.sh           optin"
+	# make soak: sched_ext enabled and disabled in a loop under load (the TCG int3 trap).
+	"t_attach_loop.sh     optin"
 )
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -98,14 +98,7 @@ first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; 
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 rx_bytes() { echo $(($(cat "/sys/class/net/$NIC_A/statistics/rx_bytes") + $(cat "/sys/class/net/$NIC_B/statistics/rx_bytes"))); }
 softirq_on() { awk -v c="$1" '/^cpu[0-9]/ && $1 == "cpu" c { print $8 }' /proc/stat; }
-# BPF run time and calls of the scheduler's programs, and its CPU time: "name ns calls" lines.
-bpf_cost() {
-	[[ -n ${SCHED_PID:-} ]] || return 0
-	bpftool prog show --json 2>/dev/null | python3 -c 'import json, sys
-for p in json.load(sys.stdin):
-    if p.get("run_cnt") and p.get("type") in ("struct_ops", "tracing"):
-        print(p["type"], p.get("name", "?"), p["run_time_ns"], p["run_cnt"])'
-}
+# The scheduler process's own CPU time so far, in s.
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
 
 # Run scenario $1 under scheduler $2; append its JSON object.

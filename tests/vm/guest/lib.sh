@@ -442,6 +442,15 @@ receivers_run() {
 	echo "--- placement, $label (share of runtime; core = own NIC's IRQ CPU):"
 	cat "/tmp/$label.txt"
 }
+# BPF run time and calls of the running scheduler's programs (kernel.bpf_stats_enabled=1):
+# "type name ns calls" lines, struct_ops and tracing. Nothing while no scheduler of ours runs.
+bpf_cost() {
+	[[ -n ${SCHED_PID:-} ]] || return 0
+	bpftool prog show --json 2>/dev/null | python3 -c 'import json, sys
+for p in json.load(sys.stdin):
+    if p.get("run_cnt") and p.get("type") in ("struct_ops", "tracing"):
+        print(p["type"], p.get("name", "?"), p["run_time_ns"], p["run_cnt"])'
+}
 stats_total() {
 	awk -v n="$1" '/totals since start/ { t = 1 } t && $1 == n { v = $2 } END { print v + 0 }' "$SCHED_LOG"
 }
