@@ -87,6 +87,15 @@ fn running_ops() -> Option<String> {
     })
 }
 
+/// sched_ext's count of CPU hotplug events (0 where there is none: --observe).
+fn hotplug_seq() -> Result<u64> {
+    const PATH: &str = "/sys/kernel/sched_ext/hotplug_seq";
+    let text = std::fs::read_to_string(PATH).with_context(|| format!("reading {PATH}"))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{PATH}: '{}' is not a number", text.trim()))
+}
+
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
     // SAFETY: T is Copy plain data (bindgen structs of integers); the slice borrows @v.
@@ -181,6 +190,8 @@ pub struct Scheduler<'a> {
     nr_cpus: usize,
     /// LLC id per CPU, as given to BPF.
     cpu_llc: Vec<u32>,
+    /// sched_ext's hotplug count when the topology was last read (init(), reattach()).
+    hotplug_seq: u64,
     policy: Policy,
     load: LoadReader,
     agent: AgentState,
@@ -204,6 +215,8 @@ impl<'a> Scheduler<'a> {
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let t_init = Instant::now();
+        // Before the topology: a hotplug after this point shows as a changed count (run()).
+        let hotplug_seq = if cfg.observe { 0 } else { hotplug_seq()? };
         let topo = Topology::new().context("reading the CPU topology")?;
         let llcs = LlcMap::from_topology(&topo)?;
         info!(
@@ -237,6 +250,11 @@ impl<'a> Scheduler<'a> {
             let mut skel = scx_ops_open!(builder, open_object, miami_ops, open_opts)?;
             skel.progs.miami_observe_switch.set_autoload(false);
             skel.struct_ops.miami_ops_mut().exit_dump_len = exit_dump_len;
+            // Deviation from scx_ops_open!(), which sets the hotplug count it read: the kernel
+            // compares that value, frozen in the struct_ops map at load, with its own at every
+            // enable, so reattach() after any hotplug would be refused, again and again. 0
+            // turns the kernel's check off; run() makes the same check after every attach.
+            skel.struct_ops.miami_ops_mut().hotplug_seq = 0;
             // ENQ_LAST: a slice that ends with nothing else queued still reaches ops.enqueue()
             // when dispatch() does not extend it, which is how a hog leaves an IRQ CPU.
             skel.struct_ops.miami_ops_mut().flags = *scx_utils::compat::SCX_OPS_ENQ_EXITING
@@ -319,6 +337,7 @@ impl<'a> Scheduler<'a> {
             steering: None,
             nr_cpus: llcs.cpu_llc.len(),
             cpu_llc: llcs.cpu_llc.clone(),
+            hotplug_seq,
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
             agent: AgentState {
@@ -511,6 +530,51 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// Restart after the kernel asked for one (CPU hotplug, a restart-coded exit) by attaching
+    /// the loaded struct_ops again: a new load is mostly the verifier, 4-6 s in an idle TCG
+    /// guest and 15-20 s under load, where the attach alone is the kernel's enable. Only while
+    /// the topology BPF was loaded with still holds (LlcMap::holds(): a CPU going offline
+    /// keeps it); false when not, and the caller loads anew. The TCP probes stay attached
+    /// throughout, so no call goes uncounted; ops.init() runs again and rebuilds the DSQs and
+    /// CPU masks, and the IRQ CPUs are marked again in the fresh non-IRQ mask. @cfg: the
+    /// configuration to go on with (a --config file may have changed; only its run-time knobs
+    /// can, RUNTIME_OPTIONS).
+    pub fn reattach(&mut self, cfg: &Config) -> Result<bool> {
+        let t0 = Instant::now();
+        self.hotplug_seq = hotplug_seq()?;
+        let topo = Topology::new().context("reading the CPU topology")?;
+        if !(LlcMap {
+            cpu_llc: self.cpu_llc.clone(),
+        })
+        .holds_for(&topo)
+        {
+            info!("the CPU topology changed since the BPF load; loading again");
+            return Ok(false);
+        }
+        if let Some(ops) = running_ops() {
+            bail!("another sched_ext scheduler took over meanwhile: {ops}; not restarting");
+        }
+        // A fresh exit record, and no injected fault left over (--test-inject-error fires once
+        // per process).
+        let uei = &mut self.skel.maps.data_data.as_mut().unwrap().uei;
+        (uei.kind, uei.exit_code) = (0, 0);
+        self.skel.maps.bss_data.as_mut().unwrap().test_error = 0;
+        self.link = Some(
+            self.skel
+                .maps
+                .miami_ops
+                .attach_struct_ops()
+                .context("attaching the loaded struct_ops again")?,
+        );
+        self.remark_irq_cpus()?;
+        self.reconfigure(cfg);
+        info!(
+            "attached again in {:.2} s (the loaded BPF object: the topology holds)",
+            t0.elapsed().as_secs_f64()
+        );
+        Ok(true)
+    }
+
     fn exited(&mut self) -> bool {
         uei_exited!(&self.skel, uei)
     }
@@ -609,6 +673,20 @@ impl<'a> Scheduler<'a> {
         let mut sampler = Sampler::default();
         let channels = self.stats_server.as_ref().map(|s| s.channels());
         let mut last_req = Instant::now() - STATS_ACTIVE;
+
+        // The kernel's own check, which init() turns off: a CPU that came or went between the
+        // topology read and the attach may be missing from the LLC map or the DSQs.
+        if !self.cfg.observe {
+            let now = hotplug_seq()?;
+            if now != self.hotplug_seq {
+                info!(
+                    "CPUs came or went while attaching (hotplug count {} -> {now}): restarting",
+                    self.hotplug_seq
+                );
+                let _ = self.link.take();
+                return Ok(true);
+            }
+        }
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             if reload_flag.swap(false, Ordering::Relaxed) {

@@ -38,11 +38,27 @@ impl LlcMap {
     }
 
     pub fn from_topology(topo: &Topology) -> Result<Self> {
-        let pairs = topo
-            .all_llcs
-            .values()
-            .flat_map(|llc| llc.all_cpus.keys().map(move |&cpu| (cpu, llc.id)));
-        Self::from_pairs(*scx_utils::NR_CPU_IDS, pairs)
+        Self::from_pairs(*scx_utils::NR_CPU_IDS, present_pairs(topo))
+    }
+
+    /// Whether BPF, loaded with this map, still places right on a host with @nr_cpu_ids
+    /// possible CPUs whose present ones are @pairs (cpu, llc): as many possible CPUs, and every
+    /// present CPU in the LLC this map gives it. A CPU missing from @pairs (offline) may map
+    /// anywhere: it runs nothing, and when it comes back it is checked again.
+    pub fn holds(
+        &self,
+        nr_cpu_ids: usize,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> bool {
+        nr_cpu_ids == self.cpu_llc.len()
+            && pairs
+                .into_iter()
+                .all(|(cpu, llc)| self.cpu_llc.get(cpu) == Some(&(llc as u32)))
+    }
+
+    /// holds() for the host as @topo reads it now.
+    pub fn holds_for(&self, topo: &Topology) -> bool {
+        self.holds(*scx_utils::NR_CPU_IDS, present_pairs(topo))
     }
 
     /// CPUs of each LLC, for logs: "0-3 | 4-7".
@@ -58,4 +74,11 @@ impl LlcMap {
             .collect::<Vec<_>>()
             .join(" | ")
     }
+}
+
+/// (cpu, llc) of every CPU @topo lists: the online ones (scx_utils leaves offline CPUs out).
+fn present_pairs(topo: &Topology) -> impl Iterator<Item = (usize, usize)> + '_ {
+    topo.all_llcs
+        .values()
+        .flat_map(|llc| llc.all_cpus.keys().map(move |&cpu| (cpu, llc.id)))
 }

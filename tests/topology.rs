@@ -86,3 +86,33 @@ fn nr_cpu_ids_out_of_range() {
     assert!(e.contains(&format!("{too_many} possible CPUs")), "{e}");
     assert!(e.contains(&format!("1..={MAX_CPUS}")), "{e}");
 }
+
+#[test]
+fn holds_while_a_cpu_is_offline() {
+    // Loaded with 2 LLCs of 4; CPU 5 goes offline: scx_utils lists the other 7, unchanged.
+    let m = LlcMap::from_pairs(8, blocks(2, 4)).unwrap();
+    let online = blocks(2, 4).into_iter().filter(|&(c, _)| c != 5);
+    assert!(m.holds(8, online));
+    assert!(m.holds(8, blocks(2, 4)));
+}
+
+#[test]
+fn does_not_hold_when_a_cpu_moves_or_the_cpu_count_changes() {
+    let m = LlcMap::from_pairs(8, blocks(2, 4)).unwrap();
+    // CPU 5 comes back in LLC 0 (it was loaded in LLC 1).
+    let moved = blocks(2, 4)
+        .into_iter()
+        .map(|(c, l)| (c, if c == 5 { 0 } else { l }));
+    assert!(!m.holds(8, moved));
+    assert!(!m.holds(16, blocks(2, 4)));
+    // A CPU beyond the map.
+    assert!(!m.holds(8, [(8, 0)]));
+}
+
+#[test]
+fn a_cpu_offline_at_load_must_come_back_in_llc_0() {
+    // Loaded while CPU 5 was offline: its entry defaulted to LLC 0 (missing_cpus_map_to_llc_0),
+    // so its return into LLC 1 needs a new load.
+    let m = LlcMap::from_pairs(8, blocks(2, 4).into_iter().filter(|&(c, _)| c != 5)).unwrap();
+    assert!(!m.holds(8, blocks(2, 4)));
+}

@@ -64,6 +64,17 @@ impl Scheduler<'_> {
         ret
     }
 
+    /// After ops.init() ran again (Scheduler::reattach()): its non-IRQ mask has every CPU, so
+    /// mark the known IRQ CPUs again, then refresh with a full scan, since a CPU hotplug moves
+    /// IRQs off an offline CPU (now, not within up to FULL_SCAN_EVERY refreshes).
+    pub(super) fn remark_irq_cpus(&mut self) -> Result<()> {
+        for cpu in self.irq_cpus.clone() {
+            self.set_irq_cpu(cpu, true)?;
+        }
+        self.refreshes_since_scan = FULL_SCAN_EVERY;
+        self.refresh_irqs()
+    }
+
     fn refresh_irq_map(&mut self) -> Result<()> {
         let ifnames = irq::interface_names(&self.roots);
         self.refreshes_since_scan += 1;

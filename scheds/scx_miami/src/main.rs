@@ -31,8 +31,8 @@ fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
 
     let reload = || opts.config.as_ref().map(|_| config::load(opts));
     let mut cfg = cfg.clone();
-    let mut open_object = MaybeUninit::uninit();
     loop {
+        let mut open_object = MaybeUninit::uninit();
         let mut sched = Scheduler::init(
             &cfg,
             opts.verbose,
@@ -40,16 +40,26 @@ fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
             opts.libbpf.clone().into_bpf_open_opts(),
             &mut open_object,
         )?;
-        if !sched.run(shutdown.clone(), &sighup, &reload)? {
-            return Ok(());
+        // Restarts the kernel asks for attach the loaded object again while they can
+        // (Scheduler::reattach()); the outer loop loads anew.
+        loop {
+            if !sched.run(shutdown.clone(), &sighup, &reload)? {
+                return Ok(());
+            }
+            // The restarted instance starts from the --config file as it is now, if valid.
+            match reload() {
+                Some(Ok(c)) => cfg = c,
+                Some(Err(e)) => log::warn!("{e}; restarting with the previous values"),
+                None => {}
+            }
+            log::info!("the kernel asked for a restart");
+            match sched.reattach(&cfg) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => log::warn!("{e:#}; loading again"),
+            }
+            break;
         }
-        // The restarted instance starts from the --config file as it is now, if it is valid.
-        match reload() {
-            Some(Ok(c)) => cfg = c,
-            Some(Err(e)) => log::warn!("{e}; restarting with the previous values"),
-            None => {}
-        }
-        log::info!("the kernel asked for a restart; loading again");
     }
 }
 

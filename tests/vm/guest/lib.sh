@@ -346,6 +346,10 @@ vm_reset() {
 	else
 		net_teardown
 	fi
+	# A hotplug test that failed half-way must not leave the next test a CPU short.
+	for i in /sys/devices/system/cpu/cpu[0-9]*/online; do
+		[[ $(cat "$i") == 1 ]] || echo 1 >"$i" 2>/dev/null || true
+	done
 	all=0-$(($(nproc) - 1))
 	for irq in /proc/irq/[0-9]*; do echo "$all" >"$irq/smp_affinity_list" 2>/dev/null || true; done
 	rm -f /tmp/iperf-*.pid "$SCHED_LOG" /tmp/*.json /tmp/*.jsonl /tmp/*.txt /tmp/*.out
