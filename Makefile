@@ -44,11 +44,12 @@ overhead: build
 
 # Long forms of the reliability tests (issue 13), beside their short forms in `make test`:
 # stress-ng plus 16 flows for 60 s on every kernel of the matrix (`make test`: 15 s, on 7.3 and
-# 6.12); CPU hotplug of an IRQ CPU's LLC sibling too, not only of the IRQ CPU; sched_ext
+# 6.12); CPU hotplug of an IRQ CPU's LLC sibling too, not only of the IRQ CPU, on every kernel
+# (`make test`: 7.3); sched_ext
 # enabled and disabled 10 times with a trivial scheduler and 6 with scx_miami under load
 # (t_attach_loop, the TCG int3 trap; MIAMI_TCG_THREAD=single for one TCG thread).
 soak: build deb
-	MIAMI_EVERY_KERNEL=t_stress MIAMI_STRESS_SECS=60 MIAMI_HOTPLUG_SIBLING=1 \
+	MIAMI_EVERY_KERNEL=t_stress,t_hotplug MIAMI_STRESS_SECS=60 MIAMI_HOTPLUG_SIBLING=1 \
 		tests/vm/suite.sh --only t_stress,t_hotplug,t_attach_loop
 
 # scxtop, the scx project's observability tool, against a running scx_miami in the guest

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use crate::bpf_intf::{net_task, policy_move};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
+use crate::cpulist::parse_cpu_list;
 use crate::irq::{self, NicNames, Roots};
 use crate::load::LoadReader;
 use crate::maps::lookup_all;
@@ -31,7 +32,7 @@ use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
     NR_STATS, TOP_TASKS,
 };
-use crate::topology::LlcMap;
+use crate::topology::{self, LlcMap};
 
 mod irq_map;
 use irq_map::FULL_SCAN_EVERY;
@@ -94,6 +95,16 @@ fn hotplug_seq() -> Result<u64> {
     text.trim()
         .parse()
         .with_context(|| format!("{PATH}: '{}' is not a number", text.trim()))
+}
+
+/// The online CPUs, as the kernel lists them.
+fn online_cpus() -> Result<BTreeSet<usize>> {
+    const PATH: &str = "/sys/devices/system/cpu/online";
+    let text = std::fs::read_to_string(PATH).with_context(|| format!("reading {PATH}"))?;
+    Ok(parse_cpu_list(text.trim())
+        .context(PATH)?
+        .into_iter()
+        .collect())
 }
 
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
@@ -190,8 +201,10 @@ pub struct Scheduler<'a> {
     nr_cpus: usize,
     /// LLC id per CPU, as given to BPF.
     cpu_llc: Vec<u32>,
-    /// sched_ext's hotplug count when the topology was last read (init(), reattach()).
+    /// sched_ext's hotplug count when the CPUs were last read (init(), reattach()).
     hotplug_seq: u64,
+    /// CPUs whose LLC cpu_llc holds: online at the load, or found in it since (reattach()).
+    known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
     agent: AgentState,
@@ -338,6 +351,7 @@ impl<'a> Scheduler<'a> {
             nr_cpus: llcs.cpu_llc.len(),
             cpu_llc: llcs.cpu_llc.clone(),
             hotplug_seq,
+            known_cpus: topology::online_cpus(&topo).collect(),
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
             agent: AgentState {
@@ -533,23 +547,29 @@ impl<'a> Scheduler<'a> {
     /// Restart after the kernel asked for one (CPU hotplug, a restart-coded exit) by attaching
     /// the loaded struct_ops again: a new load is mostly the verifier, 4-6 s in an idle TCG
     /// guest and 15-20 s under load, where the attach alone is the kernel's enable. Only while
-    /// the topology BPF was loaded with still holds (LlcMap::holds(): a CPU going offline
-    /// keeps it); false when not, and the caller loads anew. The TCP probes stay attached
-    /// throughout, so no call goes uncounted; ops.init() runs again and rebuilds the DSQs and
-    /// CPU masks, and the IRQ CPUs are marked again in the fresh non-IRQ mask. @cfg: the
-    /// configuration to go on with (a --config file may have changed; only its run-time knobs
-    /// can, RUNTIME_OPTIONS).
+    /// the topology BPF was loaded with still holds; false when not, and the caller loads
+    /// anew. A CPU's LLC does not change while it is offline, so only CPUs whose LLC the
+    /// loaded map lacks (offline at load) need the topology read, 0.25-0.42 s in a TCG guest:
+    /// a CPU going offline and one coming back restart without it. The TCP probes stay
+    /// attached throughout, so no call goes uncounted; ops.init() runs again and rebuilds the
+    /// DSQs and CPU masks, and the IRQ CPUs are marked again in the fresh non-IRQ mask. @cfg:
+    /// the configuration to go on with (a --config file may have changed; only its run-time
+    /// knobs can, RUNTIME_OPTIONS).
     pub fn reattach(&mut self, cfg: &Config) -> Result<bool> {
         let t0 = Instant::now();
+        // Before the CPUs are read: a hotplug from here on shows in run()'s check.
         self.hotplug_seq = hotplug_seq()?;
-        let topo = Topology::new().context("reading the CPU topology")?;
-        if !(LlcMap {
-            cpu_llc: self.cpu_llc.clone(),
-        })
-        .holds_for(&topo)
-        {
-            info!("the CPU topology changed since the BPF load; loading again");
-            return Ok(false);
+        let online = online_cpus()?;
+        if !online.is_subset(&self.known_cpus) {
+            let topo = Topology::new().context("reading the CPU topology")?;
+            let loaded = LlcMap {
+                cpu_llc: self.cpu_llc.clone(),
+            };
+            if !loaded.holds_for(&topo) {
+                info!("the CPU topology changed since the BPF load; loading again");
+                return Ok(false);
+            }
+            self.known_cpus.extend(topology::online_cpus(&topo));
         }
         if let Some(ops) = running_ops() {
             bail!("another sched_ext scheduler took over meanwhile: {ops}; not restarting");
@@ -559,6 +579,7 @@ impl<'a> Scheduler<'a> {
         let uei = &mut self.skel.maps.data_data.as_mut().unwrap().uei;
         (uei.kind, uei.exit_code) = (0, 0);
         self.skel.maps.bss_data.as_mut().unwrap().test_error = 0;
+        let t_attach = Instant::now();
         self.link = Some(
             self.skel
                 .maps
@@ -566,11 +587,18 @@ impl<'a> Scheduler<'a> {
                 .attach_struct_ops()
                 .context("attaching the loaded struct_ops again")?,
         );
+        let t_irqs = Instant::now();
         self.remark_irq_cpus()?;
-        self.reconfigure(cfg);
+        if *cfg != self.cfg {
+            self.reconfigure(cfg);
+        }
         info!(
-            "attached again in {:.2} s (the loaded BPF object: the topology holds)",
-            t0.elapsed().as_secs_f64()
+            "attached again in {:.2} s (the loaded BPF object: the topology holds): CPUs \
+             read {:.2} s, enable {:.2} s, IRQ map {:.2} s",
+            t0.elapsed().as_secs_f64(),
+            (t_attach - t0).as_secs_f64(),
+            (t_irqs - t_attach).as_secs_f64(),
+            t_irqs.elapsed().as_secs_f64()
         );
         Ok(true)
     }

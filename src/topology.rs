@@ -38,7 +38,7 @@ impl LlcMap {
     }
 
     pub fn from_topology(topo: &Topology) -> Result<Self> {
-        Self::from_pairs(*scx_utils::NR_CPU_IDS, present_pairs(topo))
+        Self::from_pairs(*scx_utils::NR_CPU_IDS, online_pairs(topo))
     }
 
     /// Whether BPF, loaded with this map, still places right on a host with @nr_cpu_ids
@@ -58,7 +58,7 @@ impl LlcMap {
 
     /// holds() for the host as @topo reads it now.
     pub fn holds_for(&self, topo: &Topology) -> bool {
-        self.holds(*scx_utils::NR_CPU_IDS, present_pairs(topo))
+        self.holds(*scx_utils::NR_CPU_IDS, online_pairs(topo))
     }
 
     /// CPUs of each LLC, for logs: "0-3 | 4-7".
@@ -76,8 +76,13 @@ impl LlcMap {
     }
 }
 
-/// (cpu, llc) of every CPU @topo lists: the online ones (scx_utils leaves offline CPUs out).
-fn present_pairs(topo: &Topology) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// The CPUs @topo lists: the online ones (scx_utils leaves offline CPUs out).
+pub fn online_cpus(topo: &Topology) -> impl Iterator<Item = usize> + '_ {
+    online_pairs(topo).map(|(cpu, _)| cpu)
+}
+
+/// (cpu, llc) of every CPU @topo lists.
+fn online_pairs(topo: &Topology) -> impl Iterator<Item = (usize, usize)> + '_ {
     topo.all_llcs
         .values()
         .flat_map(|llc| llc.all_cpus.keys().map(move |&cpu| (cpu, llc.id)))

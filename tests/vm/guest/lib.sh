@@ -31,6 +31,9 @@
 #   sched_stop           SIGINT, wait up to 10 s; requires exit status 0 and state "disabled";
 #                        returns 1 + prints the log tail otherwise.
 #   sched_state / sched_ops   the current state / ops name ("" when none)
+#   progs_left           scx_miami's BPF programs still loaded, after waiting up to 10 s for the
+#                        kernel, which frees them in deferred work after the last fd closes
+#                        (under TCG a check right after exit still listed some); logs the wait
 #
 # Assertions (never abort the script, so `set -e` is safe):
 #   pass MSG | fail MSG | check_ge NAME VALUE MIN | check_le NAME VALUE MAX | check_eq NAME A B
@@ -245,6 +248,16 @@ iperf_client_bg() {
 
 # --- scheduler ------------------------------------------------------------------------------
 sched_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo none; }
+progs_left() {
+	local i n
+	for i in $(seq 0 100); do
+		n=$(bpftool prog show 2>/dev/null | grep -c 'name miami_' || true)
+		((n == 0)) && break
+		sleep 0.1
+	done
+	log "BPF programs left: $n, after $((i / 10)).$((i % 10)) s" >&2
+	echo "$n"
+}
 sched_ops() {
 	local f
 	for f in /sys/kernel/sched_ext/root/ops /sys/kernel/sched_ext/*/ops; do

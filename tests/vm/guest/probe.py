@@ -279,12 +279,14 @@ def trace(a, pids):
         wr(ev + "enable", "1")
         wr(inst + "/trace_marker", "miami-probe start")
         t0 = time.monotonic()
+        WINDOW_UPTIME.append(time.clock_gettime(time.CLOCK_BOOTTIME))
         end = t0 + a.duration
         while time.monotonic() < end:
             time.sleep(min(0.25, max(0.0, end - time.monotonic())))
             watch()
         wr(inst + "/trace_marker", "miami-probe end")
         wr(inst + "/tracing_on", "0")
+        WINDOW_UPTIME.append(time.clock_gettime(time.CLOCK_BOOTTIME))
         elapsed = time.monotonic() - t0
         lost = 0
         for f in glob.glob(inst + "/per_cpu/cpu*/stats"):
@@ -377,6 +379,9 @@ def wait_go(a):
     GO_WAITED = time.monotonic() - t0
 
 
+# --trace: the window's start and end on /proc/uptime's clock (CLOCK_BOOTTIME), for callers
+# that compare it with other readings of the same seconds ("window_uptime" in the JSON).
+WINDOW_UPTIME = []
 GO_WAITED = 0.0  # s spent in wait_go(): no overhead of the probe's
 
 
@@ -520,7 +525,7 @@ def main():
     overhead = {"start_s": startup,
                 "around_window_s": round(time.monotonic() - t_in - elapsed - GO_WAITED, 2)}
     res = {"duration": round(elapsed, 3), "samples": samples, "lost_events": lost,
-           "overhead": overhead,
+           "overhead": overhead, "window_uptime": [round(t, 3) for t in WINDOW_UPTIME] or None,
            "method": ("trace-runs" if a.runs else "trace") if a.trace else "sample",
            "hz": round(samples / elapsed, 1) if elapsed else 0, "llc": llcs, "pids": {}}
     total = Acc()

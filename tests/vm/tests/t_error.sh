@@ -24,7 +24,7 @@ grep -E 'EXIT|injected|error' "$SCHED_LOG" | head -n 8
 check_eq "exit status after a BPF error" "$rc" 1
 check_eq "sched_ext state" "$(sched_state)" disabled
 check_ge "exit info names our message" "$(grep -c 'test error injected' "$SCHED_LOG")" 1
-check_eq "programs left" "$(bpftool prog show 2>/dev/null | grep -c 'name miami_' || true)" 0
+check_eq "programs left (10 s)" "$(progs_left)" 0
 check_eq "stats socket left" "$([[ -e /var/run/scx/root/stats ]] && echo yes || echo no)" no
 
 sched_start --test-inject-error restart@2
