@@ -69,9 +69,11 @@ loader-cost: build
 
 # Cost per call of the TCP probes and of the sched_ext callbacks with 8 to 4,096 connections
 # (16 to 8,192 sockets, as many server threads), in the guest (issue 14 §4): figures only;
-# docs/results/scale.md holds a run.
+# docs/results/scale.md holds a run. Then a 72-CPU guest of its own (t_many_cpus: an IRQ CPU
+# above 63, placement and stats checked).
 scale: build
 	tests/vm/suite.sh --only t_scale
+	tests/vm/run.sh --cpus 72 --timeout 1500 -- tests/vm/tests/t_many_cpus.sh
 
 # A Debian package of the release build: target/debian/scx-miami_<version>_<arch>.deb.
 deb: build

@@ -88,20 +88,24 @@ fn running_ops() -> Option<String> {
     })
 }
 
-/// sched_ext's count of CPU hotplug events (0 where there is none: --observe).
+/// The text of sysfs file @path, trimmed.
+fn read_sys(path: &str) -> Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    Ok(text.trim().to_string())
+}
+
+/// sched_ext's count of CPU hotplug events.
 fn hotplug_seq() -> Result<u64> {
     const PATH: &str = "/sys/kernel/sched_ext/hotplug_seq";
-    let text = std::fs::read_to_string(PATH).with_context(|| format!("reading {PATH}"))?;
-    text.trim()
-        .parse()
-        .with_context(|| format!("{PATH}: '{}' is not a number", text.trim()))
+    let text = read_sys(PATH)?;
+    text.parse()
+        .with_context(|| format!("{PATH}: '{text}' is not a number"))
 }
 
 /// The online CPUs, as the kernel lists them.
 fn online_cpus() -> Result<BTreeSet<usize>> {
     const PATH: &str = "/sys/devices/system/cpu/online";
-    let text = std::fs::read_to_string(PATH).with_context(|| format!("reading {PATH}"))?;
-    Ok(parse_cpu_list(text.trim())
+    Ok(parse_cpu_list(&read_sys(PATH)?)
         .context(PATH)?
         .into_iter()
         .collect())
