@@ -26,7 +26,7 @@ use crate::config::{ClassBounds, Config, Invalid};
 use crate::cpulist::parse_cpu_list;
 use crate::irq::{self, NicNames, Roots};
 use crate::load::LoadReader;
-use crate::maps::lookup_all;
+use crate::maps::{lookup_all, lookup_percpu_array};
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
@@ -382,15 +382,17 @@ impl<'a> Scheduler<'a> {
     }
 
     pub fn counters(&self) -> Counters {
-        Counters::from_percpu((0..NR_STATS as u32).map(|id| {
-            self.skel
-                .maps
-                .stats
-                .lookup_percpu(&id.to_ne_bytes(), MapFlags::ANY)
-                .ok()
-                .flatten()
-                .unwrap_or_default()
-        }))
+        match lookup_percpu_array(&self.skel.maps.stats, NR_STATS as u32) {
+            Ok(per_stat) => {
+                let mut c = Counters::from_percpu(per_stat);
+                c.0.resize(NR_STATS, 0);
+                c
+            }
+            Err(e) => {
+                log::debug!("reading the counters: {e:#}");
+                Counters::default()
+            }
+        }
     }
 
     /// Every entry of the `net_tasks` table, read in batches (a few system calls whatever its
