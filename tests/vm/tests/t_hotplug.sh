@@ -75,12 +75,11 @@ PY
 	read -r total down <"/tmp/hp-$1-$2"
 	log "cpu$1 online=$2: enabled again $total ms after the write, $down ms after leaving it"
 }
-# CPU 2 (no IRQ CPU) too only in `make soak` (MIAMI_HOTPLUG_SIBLING=1): CPU 5's changes take
-# the same restart path and the IRQ map's as well, and each change costs about 20 s of the
-# suite's hour under TCG.
 # CPU 6 first: offline since before the start, so its return needs a new load.
 flip 6 1
 sleep 1
+# CPU 2 (no IRQ CPU) too only in `make soak` (MIAMI_HOTPLUG_SIBLING=1): CPU 5's changes take
+# the same restart path and the IRQ map's as well.
 flips=(5-0 5-1)
 if [[ ${MIAMI_HOTPLUG_SIBLING:-0} == 1 ]]; then
 	flips=(2-0 2-1 5-0 5-1)
