@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use crate::bpf_intf::{net_task, policy_move};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
-use crate::cpulist::parse_cpu_list;
 use crate::irq::{self, NicNames, Roots};
 use crate::load::LoadReader;
 use crate::maps::{lookup_all, lookup_percpu_array};
@@ -35,6 +34,7 @@ use crate::stats::{
 use crate::topology::{self, LlcMap};
 
 mod irq_map;
+mod restart;
 use irq_map::FULL_SCAN_EVERY;
 
 /// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
@@ -86,29 +86,6 @@ fn running_ops() -> Option<String> {
             .map(|o| o.trim().to_string())
             .unwrap_or_else(|_| "(name unknown)".into())
     })
-}
-
-/// The text of sysfs file @path, trimmed.
-fn read_sys(path: &str) -> Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
-    Ok(text.trim().to_string())
-}
-
-/// sched_ext's count of CPU hotplug events.
-fn hotplug_seq() -> Result<u64> {
-    const PATH: &str = "/sys/kernel/sched_ext/hotplug_seq";
-    let text = read_sys(PATH)?;
-    text.parse()
-        .with_context(|| format!("{PATH}: '{text}' is not a number"))
-}
-
-/// The online CPUs, as the kernel lists them.
-fn online_cpus() -> Result<BTreeSet<usize>> {
-    const PATH: &str = "/sys/devices/system/cpu/online";
-    Ok(parse_cpu_list(&read_sys(PATH)?)
-        .context(PATH)?
-        .into_iter()
-        .collect())
 }
 
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
@@ -233,7 +210,11 @@ impl<'a> Scheduler<'a> {
     ) -> Result<Self> {
         let t_init = Instant::now();
         // Before the topology: a hotplug after this point shows as a changed count (run()).
-        let hotplug_seq = if cfg.observe { 0 } else { hotplug_seq()? };
+        let hotplug_seq = if cfg.observe {
+            0
+        } else {
+            restart::hotplug_seq()?
+        };
         let topo = Topology::new().context("reading the CPU topology")?;
         let llcs = LlcMap::from_topology(&topo)?;
         info!(
@@ -550,65 +531,6 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// Restart after the kernel asked for one (CPU hotplug, a restart-coded exit) by attaching
-    /// the loaded struct_ops again: a new load is mostly the verifier, 4-6 s in an idle TCG
-    /// guest and 15-20 s under load, where the attach alone is the kernel's enable. Only while
-    /// the topology BPF was loaded with still holds; false when not, and the caller loads
-    /// anew. A CPU's LLC does not change while it is offline, so only CPUs whose LLC the
-    /// loaded map lacks (offline at load) need the topology read, 0.25-0.42 s in a TCG guest:
-    /// a CPU going offline and one coming back restart without it. The TCP probes stay
-    /// attached throughout, so no call goes uncounted; ops.init() runs again and rebuilds the
-    /// DSQs and CPU masks, and the IRQ CPUs are marked again in the fresh non-IRQ mask. @cfg:
-    /// the configuration to go on with (a --config file may have changed; only its run-time
-    /// knobs can, RUNTIME_OPTIONS).
-    pub fn reattach(&mut self, cfg: &Config) -> Result<bool> {
-        let t0 = Instant::now();
-        // Before the CPUs are read: a hotplug from here on shows in run()'s check.
-        self.hotplug_seq = hotplug_seq()?;
-        let online = online_cpus()?;
-        if !online.is_subset(&self.known_cpus) {
-            let topo = Topology::new().context("reading the CPU topology")?;
-            let loaded = LlcMap {
-                cpu_llc: self.cpu_llc.clone(),
-            };
-            if !loaded.holds_for(&topo) {
-                info!("the CPU topology changed since the BPF load; loading again");
-                return Ok(false);
-            }
-            self.known_cpus.extend(topology::online_cpus(&topo));
-        }
-        if let Some(ops) = running_ops() {
-            bail!("another sched_ext scheduler took over meanwhile: {ops}; not restarting");
-        }
-        // A fresh exit record, and no injected fault left over (--test-inject-error fires once
-        // per process).
-        let uei = &mut self.skel.maps.data_data.as_mut().unwrap().uei;
-        (uei.kind, uei.exit_code) = (0, 0);
-        self.skel.maps.bss_data.as_mut().unwrap().test_error = 0;
-        let t_attach = Instant::now();
-        self.link = Some(
-            self.skel
-                .maps
-                .miami_ops
-                .attach_struct_ops()
-                .context("attaching the loaded struct_ops again")?,
-        );
-        let t_irqs = Instant::now();
-        self.remark_irq_cpus()?;
-        if *cfg != self.cfg {
-            self.reconfigure(cfg);
-        }
-        info!(
-            "attached again in {:.2} s (the loaded BPF object: the topology holds): CPUs \
-             read {:.2} s, enable {:.2} s, IRQ map {:.2} s",
-            t0.elapsed().as_secs_f64(),
-            (t_attach - t0).as_secs_f64(),
-            (t_irqs - t_attach).as_secs_f64(),
-            t_irqs.elapsed().as_secs_f64()
-        );
-        Ok(true)
-    }
-
     fn exited(&mut self) -> bool {
         uei_exited!(&self.skel, uei)
     }
@@ -708,18 +630,9 @@ impl<'a> Scheduler<'a> {
         let channels = self.stats_server.as_ref().map(|s| s.channels());
         let mut last_req = Instant::now() - STATS_ACTIVE;
 
-        // The kernel's own check, which init() turns off: a CPU that came or went between the
-        // topology read and the attach may be missing from the LLC map or the DSQs.
-        if !self.cfg.observe {
-            let now = hotplug_seq()?;
-            if now != self.hotplug_seq {
-                info!(
-                    "CPUs came or went while attaching (hotplug count {} -> {now}): restarting",
-                    self.hotplug_seq
-                );
-                let _ = self.link.take();
-                return Ok(true);
-            }
+        if self.hotplug_missed()? {
+            let _ = self.link.take();
+            return Ok(true);
         }
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
