@@ -92,6 +92,10 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
 /*
  * Does @cpu have room for one more network task? For the task's own previous CPU the load
  * already includes the task itself, so staying there adds nothing: only the queue counts.
+ * A network task that has been running there for over a load window without a stop counts
+ * as a full CPU: ops.stopping() charges net_load, so until then load_read() sees the
+ * window pass idle and halves the average (a bulk sender alone on its CPU, its slice
+ * refilled by dispatch(), would look like room after two windows).
  */
 static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 {
@@ -99,7 +103,11 @@ static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 
 	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2)
 		return false;
-	return cpu == prev_cpu || load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
+	if (cpu == prev_cpu)
+		return true;
+	if (cpuc->cur_net && (s64)(now - cpuc->run_start_ns) > (s64)load_win_ns)
+		return false;
+	return load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
 }
 
 static bool cpu_allowed(const struct task_struct *p, s32 cpu)

@@ -373,9 +373,36 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 }
 
 /*
+ * Should network task @p, on @cpu (tier @tier), be placed again? On a CPU it may no longer use,
+ * away from the agent's target (a move reaching a running task), or class high in the cache
+ * tier while its IRQ CPU has room: a task that never sleeps (a bulk sender) gets at each slice
+ * end the chance a waking one gets in select_cpu(). Without that, one a sibling took from its
+ * IRQ CPU's DSQ stayed there until it blocked (t_table3: 64.8% core once, else 94-100%).
+ */
+static bool net_should_move(const struct task_struct *p, struct task_ctx *taskc, s32 cpu,
+			    u32 tier, u64 now)
+{
+	return !cpu_allowed(p, cpu) ||
+	       (taskc->target_cpu >= 0 && taskc->target_cpu != cpu) ||
+	       (tier == MIAMI_TIER_CACHE && class_of(taskc->intens) == MIAMI_CLASS_HIGH &&
+		cpu_allowed(p, taskc->irq_cpu) && has_room(taskc->irq_cpu, cpu, now));
+}
+
+/* dispatch() found nothing else: should @prev go through ops.enqueue() (SCX_ENQ_LAST)? */
+static bool prev_should_move(struct task_struct *prev, s32 cpu)
+{
+	struct task_ctx *taskc = try_lookup_task_ctx(prev);
+	u64 now = bpf_ktime_get_ns();
+
+	return is_net_task(taskc, now) &&
+	       net_should_move(prev, taskc, cpu, tier_of(cpu, taskc->irq_cpu), now);
+}
+
+/*
  * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
- * task running by refilling its slice, except non-network work on an IRQ CPU: that one comes
- * here, when a non-IRQ CPU was idle, and moves to one (its DSQ, see section 3). The kernel
+ * task running by refilling its slice, except a network task that should move (ops.enqueue()
+ * places it) and non-network work on an IRQ CPU: that one comes here, when a non-IRQ CPU was
+ * idle, and moves to one (its DSQ, see section 3). The kernel
  * would otherwise keep running it where it is (without SCX_OPS_ENQ_LAST it does so whenever
  * dispatch() finds nothing), so a CPU hog that once landed on an IRQ CPU would stay there for
  * good. Should that CPU have been taken meanwhile, @p stays, and the kick is the follow-up
@@ -404,7 +431,8 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *taskc;
 	u64 now = bpf_ktime_get_ns();
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 task_cpu = scx_bpf_task_cpu(p), cpu = task_cpu;
+	bool net;
 	u32 tier;
 
 	/* 6.12 leaves migration-disabled tasks to us; keep them (and pinned ones) in place. */
@@ -414,23 +442,15 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	taskc = try_lookup_task_ctx(p);
-	if (enq_flags & SCX_ENQ_LAST) {
+	net = is_net_task(taskc, now);
+	if ((enq_flags & SCX_ENQ_LAST) && !net) {
 		enqueue_last(p, taskc, cpu, now, enq_flags);
 		return;
 	}
-	if (is_net_task(taskc, now)) {
+	if (net) {
 		tier = tier_of(cpu, taskc->irq_cpu);
-		/*
-		 * Not placed by select_cpu() in a good tier (e.g. preempted), or away from the agent's
-		 * target (a move reaches a running task here, at its slice's end): place it now. So
-		 * is a class-high task in the cache tier whose IRQ CPU has network room: a task that
-		 * never sleeps (a bulk sender) only passes here, and would otherwise never claim its
-		 * core tier the way a waking one does in select_cpu().
-		 */
-		if (tier == MIAMI_TIER_OTHER || !cpu_allowed(p, cpu) ||
-		    (taskc->target_cpu >= 0 && taskc->target_cpu != cpu) ||
-		    (tier == MIAMI_TIER_CACHE && class_of(taskc->intens) == MIAMI_CLASS_HIGH &&
-		     cpu_allowed(p, taskc->irq_cpu) && has_room(taskc->irq_cpu, cpu, now))) {
+		/* Not placed by select_cpu() in a good tier (e.g. preempted): place it now. */
+		if (tier == MIAMI_TIER_OTHER || net_should_move(p, taskc, cpu, tier, now)) {
 			bool idle;
 			s32 pick = pick_net_cpu(p, taskc, cpu, now, &idle);
 
@@ -442,6 +462,12 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 			}
 		}
 		stat_inc(MIAMI_STAT_ENQ_CORE_HIGH + tier * MIAMI_NR_CLASSES + taskc->cls);
+		/* SCX_ENQ_LAST (prev_should_move()): to another CPU's DSQ, or go on here. */
+		if ((enq_flags & SCX_ENQ_LAST) && (cpu == task_cpu || tier == MIAMI_TIER_OTHER ||
+						   !cpu_allowed(p, cpu))) {
+			enqueue_last(p, taskc, task_cpu, now, enq_flags);
+			return;
+		}
 		if (tier != MIAMI_TIER_OTHER && cpu_allowed(p, cpu)) {
 			enqueue_net(p, taskc, cpu, enq_flags);
 			return;
@@ -578,11 +604,13 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 
 	/*
 	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU while
-	 * a non-IRQ CPU is idle: enqueue_last() moves it there. Checked here, so that a busy
+	 * a non-IRQ CPU is idle (enqueue_last() moves it there), or a network task that should
+	 * move (prev_should_move(), placed again by ops.enqueue()). Checked here, so that a busy
 	 * machine does not send every slice end of an IRQ CPU through enqueue_last() and idle.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists(prev)))
+	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists(prev)) &&
+	    !prev_should_move(prev, cpu))
 		prev->scx.slice = slice_ns;
 }
 
