@@ -140,7 +140,9 @@ trap 'rm -rf "$tmp"' EXIT
 	# Job control: the script gets its own process group (and SIGINT is not ignored in it),
 	# so what it leaves running can be killed; leftovers keep vng from powering off.
 	echo 'set -m'
-	printf '%q' "$script"; printf ' %q' "$@"; echo ' &'
+	# Not printf ' %q' "$@" alone: without arguments it prints '' (make bench's guest.sh saw
+	# one empty argument and stopped at its usage line).
+	printf '%q' "$script"; (($#)) && printf ' %q' "$@"; echo ' &'
 	echo 'pid=$!; set +m; wait $pid; rc=$?'
 	echo 'kill -TERM -- -$pid 2>/dev/null; pkill -x iperf3; pkill -INT -x scx_miami'
 	echo 'echo "vm-guest: exit $rc"'
