@@ -374,14 +374,16 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 
 /*
  * Should network task @p, on @cpu (tier @tier), be placed again? On a CPU it may no longer use,
- * away from the agent's target (a move reaching a running task), or class high in the cache
- * tier while its IRQ CPU has room: a task that never sleeps (a bulk sender) gets at each slice
- * end the chance a waking one gets in select_cpu(). Without that, one a sibling took from its
- * IRQ CPU's DSQ stayed there until it blocked (t_table3: 64.8% core once, else 94-100%).
+ * away from the agent's target (a move reaching a running task: taken here first), or class
+ * high in the cache tier while its IRQ CPU has room: a task that never sleeps (a bulk sender)
+ * gets at each slice end the chance a waking one gets in select_cpu(). Without that, one a
+ * sibling took from its IRQ CPU's DSQ stayed there until it blocked (t_table3: 64.8% core
+ * once, else 94-100%).
  */
 static bool net_should_move(const struct task_struct *p, struct task_ctx *taskc, s32 cpu,
 			    u32 tier, u64 now)
 {
+	apply_move(p, taskc, now);
 	return !cpu_allowed(p, cpu) ||
 	       (taskc->target_cpu >= 0 && taskc->target_cpu != cpu) ||
 	       (tier == MIAMI_TIER_CACHE && class_of(taskc->intens) == MIAMI_CLASS_HIGH &&
