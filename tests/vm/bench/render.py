@@ -29,6 +29,9 @@ COLS = [  # (key, header, format)
     ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),
     ("sched_cpu_s_per_s", "loader CPU", "{:.3f}"),
 ]
+# A figure's header, also the title of its plot: not the raw key, whose "_" gnuplot would set
+# as a subscript.
+HEADER = {k: h for k, h, _ in COLS}
 RATIO = ["gbps_total", "requests_per_s", "rr_p99_us", "p99_ms"]
 
 
@@ -118,7 +121,7 @@ set key outside bottom horizontal
 plot '{data}' using 2:xtic(1) title 'core', '' using 3 title 'cache', '' using 4 title 'other'
 set style histogram clustered
 set yrange [0:*]
-set title '{key or ""}'
+set title '{HEADER.get(key, "")}'
 unset key
 plot '{data}' using 5:xtic(1) lc rgb '#4070a0'
 unset multiplot
