@@ -5,7 +5,7 @@
  * non-network work goes.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc, llc_overloaded,
- * net_room_pct, non_irq_cpumask): a split of one translation unit, so that main.bpf.c stays
+ * net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so that main.bpf.c stays
  * under the house limit of ~800 lines while the compiled object stays what it was. The helpers
  * are plain static functions, not __hidden ones in an object of their own (agent.bpf.c), so
  * that the compiler inlines them into the hot paths as before and the verifier sees the same
@@ -92,10 +92,11 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
 /*
  * Does @cpu have room for one more network task? For the task's own previous CPU the load
  * already includes the task itself, so staying there adds nothing: only the queue counts.
- * A network task that has been running there for over a load window without a stop counts
- * as a full CPU: ops.stopping() charges net_load, so until then load_read() sees the
- * window pass idle and halves the average (a bulk sender alone on its CPU, its slice
- * refilled by dispatch(), would look like room after two windows).
+ * A network task running there on a slice dispatch() refilled (alone there for a slice or
+ * more) counts as a full CPU: ops.stopping() charges net_load, so until it stops load_read()
+ * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
+ * look like room after two. Not the time since it started running: under TCG a vCPU the host
+ * does not run stretches every run, and a 10 ms bound there refused room under overload.
  */
 static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 {
@@ -105,9 +106,19 @@ static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 		return false;
 	if (cpu == prev_cpu)
 		return true;
-	if (cpuc->cur_net && (s64)(now - cpuc->run_start_ns) > (s64)load_win_ns)
+	if (cpuc->cur_net && cpuc->refilled)
 		return false;
 	return load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
+}
+
+/* Let @p, alone on @cpu, run on for another slice; has_room() then counts it a full CPU. */
+static void refill_slice(struct task_struct *p, s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	p->scx.slice = slice_ns;
+	if (cpuc)
+		cpuc->refilled = 1;
 }
 
 static bool cpu_allowed(const struct task_struct *p, s32 cpu)

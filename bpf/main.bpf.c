@@ -373,12 +373,10 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 }
 
 /*
- * Should network task @p, on @cpu (tier @tier), be placed again? On a CPU it may no longer use,
- * away from the agent's target (a move reaching a running task: taken here first), or class
- * high in the cache tier while its IRQ CPU has room: a task that never sleeps (a bulk sender)
- * gets at each slice end the chance a waking one gets in select_cpu(). Without that, one a
- * sibling took from its IRQ CPU's DSQ stayed there until it blocked (t_table3: 64.8% core
- * once, else 94-100%).
+ * Should network task @p, on @cpu (tier @tier), be placed again? On a CPU it may not use, away
+ * from the agent's target (a pending move is taken here), or class high in the cache tier while
+ * its IRQ CPU has room: a bulk sender, which never wakes, gets at each slice end what a waking
+ * task gets in select_cpu() (without it, t_table3's once stayed on a sibling: 64.8% core).
  */
 static bool net_should_move(const struct task_struct *p, struct task_ctx *taskc, s32 cpu,
 			    u32 tier, u64 now)
@@ -404,11 +402,10 @@ static bool prev_should_move(struct task_struct *prev, s32 cpu)
  * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
  * task running by refilling its slice, except a network task that should move (ops.enqueue()
  * places it) and non-network work on an IRQ CPU: that one comes here, when a non-IRQ CPU was
- * idle, and moves to one (its DSQ, see section 3). The kernel
- * would otherwise keep running it where it is (without SCX_OPS_ENQ_LAST it does so whenever
- * dispatch() finds nothing), so a CPU hog that once landed on an IRQ CPU would stay there for
- * good. Should that CPU have been taken meanwhile, @p stays, and the kick is the follow-up
- * scheduling event the kernel asks for after this flag.
+ * idle, and moves to one (its DSQ, see section 3). The kernel would otherwise keep running it
+ * (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds nothing), so a hog that once
+ * landed on an IRQ CPU stayed there. Should that CPU have been taken meanwhile, @p stays, and
+ * the kick is the follow-up scheduling event the kernel asks for after this flag.
  */
 static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
 			 u64 enq_flags)
@@ -606,14 +603,14 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 
 	/*
 	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU while
-	 * a non-IRQ CPU is idle (enqueue_last() moves it there), or a network task that should
-	 * move (prev_should_move(), placed again by ops.enqueue()). Checked here, so that a busy
-	 * machine does not send every slice end of an IRQ CPU through enqueue_last() and idle.
+	 * a non-IRQ CPU is idle (enqueue_last() moves it), or a network task that should move
+	 * (prev_should_move()). Checked here, so that a busy machine does not send every slice end
+	 * of an IRQ CPU through enqueue_last() and idle.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists(prev)) &&
 	    !prev_should_move(prev, cpu))
-		prev->scx.slice = slice_ns;
+		refill_slice(prev, cpu);
 }
 
 /* ops.running(): @p starts on this CPU. Tier bookkeeping and the vtime clock. */
@@ -629,6 +626,7 @@ void BPF_STRUCT_OPS(miami_running, struct task_struct *p)
 	if (!cpuc)
 		return;
 	cpuc->run_start_ns = bpf_ktime_get_ns();
+	cpuc->refilled = 0;
 	if (cpuc->core_waiter == p->pid)
 		cpuc->core_waiter = 0;
 	cpuc->cur_net = 0;

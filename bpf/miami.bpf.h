@@ -124,7 +124,7 @@ struct cpu_ctx {
 	u8		cur_net;	/* the running task is a network task */
 	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
-	u8		pad;
+	u8		refilled;	/* dispatch() gave the running task another slice */
 	/* Written by the CPU that enqueues: a hint, read racily by stealing siblings. */
 	s32		core_waiter;	/* pid of a network task queued here, its IRQ CPU; 0 none */
 	u64		core_wait_ns;	/* ... since when */
