@@ -5,11 +5,11 @@
  * non-network work goes.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc, llc_overloaded,
- * net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so that main.bpf.c stays
- * under the house limit of ~800 lines while the compiled object stays what it was. The helpers
- * are plain static functions, not __hidden ones in an object of their own (agent.bpf.c), so
- * that the compiler inlines them into the hot paths as before and the verifier sees the same
- * programs on every kernel of the matrix.
+ * net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so that
+ * main.bpf.c stays under the house limit of ~800 lines while the compiled object stays what it
+ * was. The helpers are plain static functions, not __hidden ones in an object of their own
+ * (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
+ * verifier sees the same programs on every kernel of the matrix.
  */
 #ifndef __MIAMI_CPUS_BPF_H
 #define __MIAMI_CPUS_BPF_H
@@ -96,7 +96,7 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * more) counts as a full CPU: ops.stopping() charges net_load, so until it stops load_read()
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
  * look like room after two. Not the time since it started running: under TCG a vCPU the host
- * does not run stretches every run, and a 10 ms bound there refused room under overload.
+ * does not run stretches every run, so a time bound could refuse room under overload.
  */
 static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 {
@@ -111,7 +111,7 @@ static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 	return load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
 }
 
-/* Let @p, alone on @cpu, run on for another slice; has_room() then counts it a full CPU. */
+/* Let @p, alone on @cpu, run on for another slice; a network task then fills @cpu (has_room()). */
 static void refill_slice(struct task_struct *p, s32 cpu)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
