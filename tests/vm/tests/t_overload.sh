@@ -19,7 +19,8 @@
 #     catches the loss of the start (0.52x).
 # Each scheduler runs twice, in the order EEVDF, scx_miami, scx_miami, EEVDF, and the figures
 # are the sums (bytes) and means (placement) of its two runs, so that a drift of the host's
-# speed that is linear in time weighs on both alike. Two runs each read 0.86x, 1.01x and 1.40x.
+# speed that is linear in time weighs on both alike. Two runs each read 0.86x, 0.94x, 1.00x,
+# 1.01x and 1.40x.
 # The code of the start (57ea61c, run here with MIAMI_BIN) failed all three: 90.4%
 # core+cache, 37.1% on the IRQ CPU, 0.52x EEVDF's throughput.
 set -euo pipefail
