@@ -174,8 +174,9 @@ static s32 pick_idle_cache(const struct task_struct *p, s32 prev_cpu, s32 irq_cp
 /*
  * Is the agent's target for @taskc still worth following? Not past target_ttl_ns (agent.bpf.c),
  * not once the task's IRQ CPU moved (the agent decided against the old one), and a target
- * outside the IRQ CPU's LLC (a shed out of it) only while that LLC is overloaded: a network task
- * leaves its LLC only for an overload, and comes back when it ends. Drops a dead target.
+ * outside the IRQ CPU's LLC (a shed out of it) only while that LLC is overloaded and the
+ * target's is not: a network task leaves its LLC only for an overload, and comes back when it
+ * ends or follows it there. Drops a dead target.
  */
 static bool target_alive(struct task_ctx *taskc, u64 now)
 {
@@ -184,7 +185,8 @@ static bool target_alive(struct task_ctx *taskc, u64 now)
 	if (cpu < 0)
 		return false;
 	if (taskc->target_irq == taskc->irq_cpu && (s64)(now - taskc->target_until_ns) < 0 &&
-	    (tier_of(cpu, taskc->irq_cpu) != MIAMI_TIER_OTHER || llc_is_overloaded(taskc->irq_cpu)))
+	    (tier_of(cpu, taskc->irq_cpu) != MIAMI_TIER_OTHER ||
+	     (llc_is_overloaded(taskc->irq_cpu) && !llc_is_overloaded(cpu))))
 		return true;
 	taskc->target_cpu = MIAMI_NO_CPU;
 	stat_inc(MIAMI_STAT_TARGET_EXPIRED);

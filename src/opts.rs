@@ -79,8 +79,8 @@ pub struct Opts {
     /// moves tasks onto a CPU.
     ///
     /// Step 2 upgrades a class-high task to its IRQ CPU, or into its LLC, only where the load
-    /// is below this; step 3 sheds tasks only onto such CPUs. Range 1..=99, below
-    /// --high-load-pct.
+    /// is below this; step 3 sheds tasks only onto such CPUs, and out of a task's LLC only
+    /// into an LLC whose mean load is below this too. Range 1..=99, below --high-load-pct.
     #[arg(long, default_value_t = 50)]
     pub low_load_pct: u32,
 

@@ -12,7 +12,8 @@
 //!    LLC below that load. Most intensive first.
 //! 3. Shed and adapt: for each CPU above --high-load-pct, most loaded first, the task that needs
 //!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else
-//!    anywhere: low class before middle before high, other tier before cache before core, less
+//!    in another LLC, but only out of an LLC overloaded on average (above --high-load-pct) into
+//!    one lightly loaded on average (below --low-load-pct): low class before middle before high, other tier before cache before core, less
 //!    intensive first; so core-tier high-class tasks go last. One task per CPU per round: the
 //!    next round sees the new load. The last network task on a CPU is not shed: shedding
 //!    settles contention between tasks, and one task with its own softirq on its IRQ CPU is the
@@ -193,20 +194,28 @@ fn relax(cur: u32, target: u32) -> u32 {
     }
 }
 
-/// LLC ids, ascending, whose CPUs' mean load is above @high percent. Placement spills network
-/// tasks out of an LLC only when it is overloaded as a whole: one wakeup finding all of its CPUs
-/// busy says little (t_place_multi: 16 receivers that used about a CPU between them still met
-/// that often enough to lose 8% of one receiver's time to the other LLC).
-pub fn overloaded_llcs(loads: &[f64], llc: &[u32], high: f64) -> Vec<u32> {
+/// Each LLC's mean load over its online CPUs (offline ones, NaN in load.rs, are not part of its
+/// capacity), by LLC id.
+fn llc_means(loads: &[f64], llc: &[u32]) -> BTreeMap<u32, f64> {
     let mut sums: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
-    // Offline CPUs (NaN, load.rs) are not part of an LLC's capacity.
     for (&l, &id) in loads.iter().zip(llc).filter(|(l, _)| !l.is_nan()) {
         let e = sums.entry(id).or_default();
         e.0 += l;
         e.1 += 1;
     }
     sums.into_iter()
-        .filter(|&(_, (sum, n))| sum / n as f64 > high)
+        .map(|(id, (sum, n))| (id, sum / n as f64))
+        .collect()
+}
+
+/// LLC ids, ascending, whose CPUs' mean load is above @high percent. Placement spills network
+/// tasks out of an LLC only when it is overloaded as a whole: one wakeup finding all of its CPUs
+/// busy says little (t_place_multi: 16 receivers that used about a CPU between them still met
+/// that often enough to lose 8% of one receiver's time to the other LLC).
+pub fn overloaded_llcs(loads: &[f64], llc: &[u32], high: f64) -> Vec<u32> {
+    llc_means(loads, llc)
+        .into_iter()
+        .filter(|&(_, mean)| mean > high)
         .map(|(id, _)| id)
         .collect()
 }
@@ -329,6 +338,8 @@ impl Policy {
         }
 
         // Step 3: shed off overloaded CPUs, most loaded first, and adapt the boundaries.
+        let means = llc_means(&loads[..nr_cpus], &llc[..nr_cpus]);
+        let llc_mean = |cpu: usize| means.get(&llc[cpu]).copied().unwrap_or(f64::NAN);
         let mut overloaded: Vec<usize> = (0..nr_cpus)
             .filter(|&c| loads[c] > self.cfg.high_load_pct)
             .collect();
@@ -374,12 +385,19 @@ impl Policy {
             for t in victims {
                 let irq = t.irq_cpu as usize;
                 let free = |c2: &usize| !taken.contains(c2) && !overloaded.contains(c2);
+                // Out of the IRQ CPU's LLC only from an LLC overloaded on average (BPF drops
+                // such a target otherwise: target_alive()) into one lightly loaded on average:
+                // with every CPU busy, one CPU that read below --low-load-pct for a round is
+                // no room worth a cold cache (t_overload: receivers shed from one saturated
+                // LLC into the other lost up to 16% of their runtime there).
+                let light = |c2: &usize| llc_mean(*c2) < self.cfg.low_load_pct;
                 let target =
                     Self::least_loaded(loads, llc_cpus(irq).filter(free), self.cfg.low_load_pct, c)
                         .or_else(|| {
+                            (llc_mean(irq) > self.cfg.high_load_pct).then_some(())?;
                             Self::least_loaded(
                                 loads,
-                                (0..nr_cpus).filter(free),
+                                (0..nr_cpus).filter(free).filter(light),
                                 self.cfg.low_load_pct,
                                 c,
                             )

@@ -180,7 +180,7 @@ fn a_lone_task_gives_way_to_a_higher_class_waiting_for_its_irq_cpu() {
 }
 
 #[test]
-fn shed_target_prefers_the_irq_llc_then_anywhere_below_low_load() {
+fn shed_target_prefers_the_irq_llc_then_a_lightly_loaded_llc_below_low_load() {
     let mut p = policy(4);
     // Task 1's IRQ CPU is 1 (LLC 0); it runs on overloaded CPU 2 next to task 2, which needs
     // affinity more (high class).
@@ -189,11 +189,29 @@ fn shed_target_prefers_the_irq_llc_then_anywhere_below_low_load() {
     assert_eq!(r.moves, vec![mv(1, 3, MoveKind::Shed)]);
     assert_eq!(r.overloaded, vec![2]);
 
-    // LLC 0 all at or above 50%: anywhere, least loaded (CPU 6 at 1%).
+    // LLC 0 all at or above 50% and overloaded on average ((92 + 95 + 95 + 91) / 4 = 93.25 >
+    // 90), LLC 1 lightly loaded ((20 + 30 + 1 + 40) / 4 = 22.75 < 50): out of the LLC, to the
+    // least loaded CPU there (CPU 6 at 1%).
     let mut p = policy(4);
-    let l = vec![60.0, 70.0, 95.0, 55.0, 20.0, 30.0, 1.0, 40.0];
+    let l = vec![92.0, 95.0, 95.0, 91.0, 20.0, 30.0, 1.0, 40.0];
     let r = p.round(&l, &LLC, &t);
     assert_eq!(r.moves, vec![mv(1, 6, MoveKind::Shed)]);
+
+    // LLC 0 busy but not overloaded on average ((60 + 70 + 95 + 55) / 4 = 70): the task stays
+    // in its LLC, whatever LLC 1 has free.
+    let mut p = policy(4);
+    let r = p.round(&[60.0, 70.0, 95.0, 55.0, 20.0, 30.0, 1.0, 40.0], &LLC, &t);
+    assert!(r.moves.is_empty(), "{:?}", r.moves);
+
+    // LLC 0 overloaded, LLC 1 busy on average ((100 + 100 + 30 + 100) / 4 = 82.5 >= 50) with
+    // one CPU at 30%: not lightly loaded, so no move into it.
+    let mut p = policy(4);
+    let r = p.round(
+        &[95.0, 95.0, 95.0, 95.0, 100.0, 100.0, 30.0, 100.0],
+        &LLC,
+        &t,
+    );
+    assert!(r.moves.is_empty(), "{:?}", r.moves);
 
     // Nowhere below 50%: no move, but the CPU is still reported overloaded.
     let mut p = policy(4);

@@ -6,21 +6,32 @@
 # NIC, IRQ CPUs 1 and 5; 4 senders from the server to namespace cli over the same NICs, whose
 # ACKs come in on CPUs 1 and 5 too; a CPU hog per CPU: more runnable work than CPUs). MiAMI
 # sheds non-network and low-class work first (III-D step 3), and the receivers keep their LLC:
-#   - receivers' runtime in core+cache (their own NIC's IRQ CPU and its LLC) >= 95%;
+#   - receivers' runtime in core+cache (their own NIC's IRQ CPU and its LLC) >= 95%, the
+#     issue's bound. It holds MiAMI's own failure mode, not a lead over EEVDF: EEVDF keeps
+#     these receivers in their LLC too (96.0-99.9% in five runs). The agent used to shed
+#     receivers from one saturated LLC into the other whenever a CPU there read below
+#     --low-load-pct for one round (TCG's per-CPU loads swing; the agent's debug log showed
+#     such sheds). One run had 16% of a receiver's runtime in the other LLC, and two-run means
+#     of 90.3-93.7% failed four runs, CI's among them. Now a shed leaves the LLC only for an LLC
+#     lightly loaded on average (policy.rs);
 #   - their share on the IRQ CPU itself >= scx_bpfland's in the same shape: 42.0%, measured
 #     once with `scripts/bench.sh --only overload` (scx_bpfland 1.1.4 from the crate registry,
-#     7.3 guest, 10 s window, 2026-11-24; EEVDF read 2.2% core and 50.7% core+cache there);
+#     7.3 guest, 10 s window, 2026-11-24; the full make bench of docs/results read 34.7%);
 #   - throughput (bytes the server NICs received over the window) against EEVDF's in the same
 #     boot: printed as a ratio, and at least $MIN_RATIO. The issue asks for "not below"; under
 #     TCG this shape cannot hold that: 8 busy vCPUs share 2 host cores, so the rate is mostly
-#     how the host runs the vCPU threads, and EEVDF itself lands in one of two placements per
-#     run (receivers 2-7% or 87-94% on the IRQ CPU; 0.048-0.106 Gbit/s). One run each read
-#     0.54x in one CI run and 0.79x, 1.00x, 1.07x, 1.09x and 1.45x here. $MIN_RATIO still
-#     catches the loss of the issue's start (0.52x).
+#     how the host runs the vCPU threads (0.048-0.106 Gbit/s per run). One run each read 0.54x
+#     in one CI run and 0.79x, 1.00x, 1.07x, 1.09x and 1.45x here. $MIN_RATIO still catches the
+#     loss of the issue's start (0.52x).
 # Each scheduler runs twice, in the order EEVDF, scx_miami, scx_miami, EEVDF, and the figures
 # are the sums (bytes) and means (placement) of its two runs, so that a drift of the host's
 # speed that is linear in time weighs on both alike. Two runs each read 0.86x, 0.94x, 1.00x,
-# 1.01x and 1.40x.
+# 1.01x, 1.06x, 1.25x and 1.40x.
+# With the shed rule, two runs each read 98.0% and 98.2% core+cache (EEVDF 96.0%, 99.4%), and
+# three more runs of scx_miami 99.2-99.7%; the IRQ CPU's share 78.2-81.3% (EEVDF 85.6-88.8%).
+# Until guest.sh took the pinned CPUs as the IRQ CPUs, the probe could be given the IRQ's
+# previous CPU (x86 moves a vector at its next interrupt), which is where the figures of
+# "receivers 2-7% on the IRQ CPU" for EEVDF's first run in a boot came from.
 # The code of the issue's start (57ea61c, run here with MIAMI_BIN) failed all three: 90.4%
 # core+cache, 37.1% on the IRQ CPU, 0.52x EEVDF's throughput.
 set -euo pipefail
