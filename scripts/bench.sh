@@ -9,20 +9,25 @@
 #   .cache/bench/<stamp>/results.md     the tables, ratios against EEVDF
 #   .cache/bench/<stamp>/<scenario>.png one plot per scenario (gnuplot)
 #   scripts/bench.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--kernel NAME] [--out DIR]
+#   scripts/bench.sh --host [--quick] [--only ...] [--out DIR]
 # scx_bpfland comes from the crate registry, pinned in scripts/deps.sh, built once into
 # .cache/peers. TCG models no caches: throughput and CPU per Gbit/s here are mostly the
 # emulator; placement, migrations and BPF cost are the findings (results.md says so).
+# --host runs the same harness on this machine instead of a guest, over real NICs to a peer:
+# root, sched_ext, and MIAMI_BENCH_NICS, MIAMI_BENCH_PEER, MIAMI_BENCH_PEER_ADDRS set
+# (docs/benchmarks.md).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-quick= only=() kernel=default out=
+quick= only=() kernel=default out= host=
 while (($#)); do
 	case $1 in
+	--host) host=1; shift ;;
 	--quick) quick=--quick; shift ;;
 	--only) only=(--only "$2"); shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '4,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 peers=$top/.cache/peers
@@ -32,9 +37,21 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${out:-$top/.cache/bench/$stamp}
 mkdir -p "$out"
 t0=$SECONDS
-MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" --timeout 5400 \
-	--log "$out/console.log" -- tests/vm/bench/guest.sh $quick "${only[@]}"
-cp "$top/.cache/vm-out/$kernel/bench.jsonl" "$out/"
+if [[ -n $host ]]; then
+	die() { echo "bench: $*" >&2; exit 2; }
+	[[ $(id -u) == 0 ]] || die "--host: run as root"
+	[[ -e /sys/kernel/sched_ext/state ]] || die "--host: this kernel has no sched_ext (6.12+ with CONFIG_SCHED_CLASS_EXT)"
+	[[ $(cat /sys/kernel/sched_ext/state) == disabled ]] || die "--host: a sched_ext scheduler runs here; stop it first"
+	[[ -n ${MIAMI_BENCH_NICS:-} && -n ${MIAMI_BENCH_PEER:-} && -n ${MIAMI_BENCH_PEER_ADDRS:-} ]] ||
+		die "--host: set MIAMI_BENCH_NICS=A,B (this host's NICs), MIAMI_BENCH_PEER (e.g. 'ssh root@peer') and MIAMI_BENCH_PEER_ADDRS=A,B (the peer's address on each link); docs/benchmarks.md"
+	kernel=host
+	VM_TOP=$top VM_OUT=$out MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/bench/guest.sh $quick "${only[@]}" |
+		tee "$out/console.log"
+else
+	MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" --timeout 5400 \
+		--log "$out/console.log" -- tests/vm/bench/guest.sh $quick "${only[@]}"
+	cp "$top/.cache/vm-out/$kernel/bench.jsonl" "$out/"
+fi
 python3 - "$out" "$kernel" "$quick" "$((SECONDS - t0))" "$BPFLAND_VERSION" "${only[@]}" <<'PY'
 import json, os, platform, subprocess, sys, datetime
 out, kernel, quick, secs, bpfland = sys.argv[1:6]
@@ -46,8 +63,9 @@ def sh(*a):
 meta = {
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "command": " ".join(["scripts/bench.sh", quick] + sys.argv[6:]).replace("  ", " "), "kernel": kernel,
-    "kernel_version": sh("scripts/kernels.sh", "path", kernel),
-    "guest": "8 vCPUs, LLCs 0-3 / 4-7, 2 virtio-net pairs, qemu TCG",
+    "kernel_version": platform.release() if kernel == "host" else sh("scripts/kernels.sh", "path", kernel),
+    "guest": (f"none: this host, NICs {os.environ.get('MIAMI_BENCH_NICS')} to {os.environ.get('MIAMI_BENCH_PEER')}"
+              if kernel == "host" else "8 vCPUs, LLCs 0-3 / 4-7, 2 virtio-net pairs, qemu TCG"),
     "host": f"{os.cpu_count()} CPUs, {platform.release()}",
     "scx_miami": sh("target/release/scx_miami", "--version"),
     "scx_bpfland": bpfland, "secs": int(secs),

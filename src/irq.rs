@@ -72,6 +72,16 @@ impl QueueKind {
     pub fn receives(self) -> bool {
         matches!(self, QueueKind::Rx | QueueKind::Combined)
     }
+
+    /// The kind as --list-nics prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            QueueKind::Rx => "rx",
+            QueueKind::Tx => "tx",
+            QueueKind::Combined => "rx+tx",
+            QueueKind::Other => "other",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,6 +290,46 @@ fn devices_elsewhere(sys: &Path) -> Vec<(String, PathBuf)> {
     }
     out.into_iter()
         .filter_map(|dev| Some((dev.file_name()?.to_str()?.to_string(), dev)))
+        .collect()
+}
+
+/// What --list-nics prints: a header, then one row per IRQ of each NIC: the NIC, the IRQ number,
+/// its queue kind (receive IRQs are rx or rx+tx: those make IRQ CPUs), the CPUs it targets now
+/// (as placement reads them) and its name in /proc/interrupts. Columns are separated by
+/// spaces, so `awk '$3 ~ /^rx/'` picks the receive IRQs.
+pub fn nic_table(nics: &[Nic]) -> String {
+    let rows: Vec<[String; 5]> = nics
+        .iter()
+        .flat_map(|n| {
+            n.irqs.iter().map(|i| {
+                [
+                    n.name.clone(),
+                    i.irq.to_string(),
+                    i.kind.label().to_string(),
+                    crate::cpulist::format_cpu_list(&i.cpus),
+                    i.name.clone(),
+                ]
+            })
+        })
+        .collect();
+    let head = ["NIC", "IRQ", "QUEUE", "CPUS", "NAME"].map(String::from);
+    let width = |col: usize| {
+        std::iter::once(&head)
+            .chain(&rows)
+            .map(|r| r[col].len())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
+    std::iter::once(&head)
+        .chain(&rows)
+        .map(|r| {
+            let cpus = if r[3].is_empty() { "-" } else { r[3].as_str() };
+            format!(
+                "{:<w0$}  {:>w1$}  {:<w2$}  {:<w3$}  {}\n",
+                r[0], r[1], r[2], cpus, r[4]
+            )
+        })
         .collect()
 }
 

@@ -173,6 +173,16 @@ pub struct Opts {
     #[arg(long)]
     pub help_stats: bool,
 
+    /// Print the NICs scx_miami would use (every one with IRQs, or those of --nic), then exit.
+    ///
+    /// One row per IRQ: the NIC, the IRQ number, its queue kind (rx and rx+tx are receive
+    /// IRQs: their CPUs are the IRQ CPUs of the core tier), the CPUs it targets now and its
+    /// name in /proc/interrupts. Reads /sys and /proc as the scheduler does at start; needs
+    /// neither root nor sched_ext. Use it to see the IRQ CPUs before switching schedulers, or
+    /// to find the IRQ to pin: `echo CPU > /proc/irq/IRQ/smp_affinity_list`.
+    #[arg(long, conflicts_with_all = ["stats", "monitor", "tui", "observe", "format"])]
+    pub list_nics: bool,
+
     /// Bytes of the BPF debug dump printed when the scheduler is ejected (0: kernel default).
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,

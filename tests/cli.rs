@@ -190,6 +190,12 @@ fn invalid_values_exit_2_naming_the_option() {
         ),
         (&["--format", "xml"][..], "--format"),
         (&["--nic", "a/b"][..], "invalid --nic: "),
+        (
+            &["--list-nics", "--nic", "no-such-nic0"][..],
+            "--nic no-such-nic0: no such interface",
+        ),
+        (&["--list-nics", "--stats", "1"][..], "--list-nics"),
+        (&["--list-nics", "--observe"][..], "--list-nics"),
         // An interface that does not exist: found before the host check (this host has no
         // sched_ext, and that is not what the message says) and before anything is loaded.
         (
@@ -218,6 +224,50 @@ fn invalid_values_exit_2_naming_the_option() {
             "{args:?}: stderr lacks '{needle}':\n{err}"
         );
         assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+    }
+}
+
+/// --list-nics on this host: no root, no sched_ext needed; a row per IRQ of every interface in
+/// /sys/class/net that has a device (a host without one must say so and exit 1).
+#[test]
+fn list_nics_reads_this_host() {
+    let o = run(&["--list-nics"]);
+    let with_device = std::fs::read_dir("/sys/class/net")
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("device").exists())
+        .count();
+    if with_device == 0 {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("no network interface with IRQs"));
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["NIC", "IRQ", "QUEUE", "CPUS", "NAME"]);
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(f.len(), 5, "{l}");
+        assert!(f[1].parse::<u32>().is_ok(), "{l}");
+        assert!(["rx", "tx", "rx+tx", "other"].contains(&f[2]), "{l}");
+        // The IRQ's CPUs are those of /proc/irq/N: the effective ones while inside the mask
+        // (outside it a re-pin is pending), else the mask.
+        let irq = std::path::Path::new("/proc/irq").join(f[1]);
+        let list = |name: &str| {
+            std::fs::read_to_string(irq.join(name))
+                .ok()
+                .and_then(|t| miami::cpulist::parse_cpu_list(&t).ok())
+                .unwrap_or_default()
+        };
+        let (eff, mask) = (list("effective_affinity_list"), list("smp_affinity_list"));
+        let want = if !eff.is_empty() && eff.iter().all(|c| mask.contains(c)) {
+            eff
+        } else {
+            mask
+        };
+        let want = miami::cpulist::format_cpu_list(&want);
+        assert_eq!(f[3], if want.is_empty() { "-" } else { &want }, "{l}");
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use miami::cpulist::{format_cpu_list, parse_cpu_list};
 use miami::irq::{
-    discover, discover_present, interface_names, irq_affinity, irq_cpus, nic_cpu_sets,
+    discover, discover_present, interface_names, irq_affinity, irq_cpus, nic_cpu_sets, nic_table,
     parse_proc_interrupts, reread_rx_affinity, steering, Nic, NicNames, QueueKind, Roots, Steering,
 };
 
@@ -280,6 +280,35 @@ fn discover_legacy_irq_is_combined() {
     // Empty effective_affinity_list falls back to smp_affinity_list.
     assert_eq!(l.irqs[0].cpus, [6]);
     assert_eq!(l.rx_cpus(), set(&[6]));
+}
+
+/// --list-nics on the fixture host: every IRQ of every NIC, receive kinds rx and rx+tx, CPUs as
+/// placement reads them (effective, else smp_affinity_list; see the tests above), the
+/// /proc/interrupts name last (tests/fixtures/README.md lists the tree).
+#[test]
+fn nic_table_lists_every_irq_with_kind_and_cpus() {
+    let nics = discover(&roots("host"), &[]).unwrap();
+    let want = "\
+NIC      IRQ  QUEUE  CPUS  NAME
+enp0s10   42  other  0     virtio1-config
+enp0s10   43  rx     1     virtio1-input.0
+enp0s10   44  tx     1     virtio1-output.0
+enp0s10   45  rx     2-3   virtio1-input.1
+enp0s10   46  tx     3     virtio1-output.1
+eth0     120  other  0     i40e-0000:3b:00.0:misc
+eth0     121  rx+tx  4     i40e-eth0-TxRx-0
+eth0     122  rx+tx  5     i40e-eth0-TxRx-1
+eth0     123  rx+tx  6     i40e-eth0-TxRx-2
+eth0     124  rx+tx  7     i40e-eth0-TxRx-3
+eth1      10  rx+tx  6     eth1
+";
+    assert_eq!(nic_table(&nics), want);
+    // Only the NICs asked for; the receive rows are what `awk '$3 ~ /^rx/'` picks.
+    let only = nic_table(&discover(&roots("host"), &["eth1".into()]).unwrap());
+    assert_eq!(
+        only,
+        "NIC   IRQ  QUEUE  CPUS  NAME\neth1   10  rx+tx  6     eth1\n"
+    );
 }
 
 #[test]

@@ -95,6 +95,23 @@ fn main() -> ExitCode {
         }
     };
 
+    if opts.list_nics {
+        return match miami::irq::discover(&miami::irq::Roots::default(), &cfg.nics) {
+            Ok(nics) if !nics.is_empty() => {
+                print!("{}", miami::irq::nic_table(&nics));
+                ExitCode::SUCCESS
+            }
+            Ok(_) => {
+                eprintln!("scx_miami: no network interface with IRQs here (/sys/class/net)");
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("scx_miami: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+
     match run(&opts, &cfg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -26,6 +26,12 @@
 #                     ACKs come in on CPUs 1 and 5 too), and a CPU hog per CPU: more runnable
 #                     work than CPUs. The receivers' placement (core = their NIC's IRQ CPU)
 #                     and throughput are the figures.
+# On a real host (scripts/bench.sh --host, docs/benchmarks.md) the same runs use the NICs in
+# MIAMI_BENCH_NICS (two, one receive IRQ each), the client side is the command in
+# MIAMI_BENCH_PEER (for example "ssh root@peer"; here "ip netns exec cli") reaching this host at
+# MIAMI_BENCH_PEER_ADDRS' addresses, the IRQ CPUs come from the host's LLCs (in the guest, the
+# CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
+# IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
 # requests/s and p99,
 # round-trip p50/p99 (us), placement of the receivers or server (probe.py, shares of
@@ -60,8 +66,54 @@ else
 	scenarios=(micro-2n-8 micro-2s-8 micro-zero-8 micro-all-8 micro-2n-16 mix-1 mix-4 web overload)
 fi
 [[ -z $only ]] || IFS=, read -ra scenarios <<<"$only"
-net_default
-bg ip netns exec cli netserver -L "$ADDR_A_CLI" -p 12865 -D
+# The K-th CPU (from 0) of the L-th LLC (from 0, by first CPU), or nothing.
+llc_cpu() {
+	local lists c
+	lists=$(cat /sys/devices/system/cpu/cpu[0-9]*/cache/index3/shared_cpu_list 2>/dev/null | sort -u -t- -k1,1n)
+	[[ -n $lists ]] || lists=0-$(($(nproc) - 1)) # no L3 reported: one LLC
+	c=$(sed -n "$(($1 + 1))p" <<<"$lists" | tr , '\n' |
+		awk -F- '{ for (i = $1; i <= ($2 == "" ? $1 : $2); i++) print i }' | sed -n "$(($2 + 1))p")
+	echo "$c"
+}
+# A real host: the NICs, addresses and peer given, each NIC's one receive IRQ, and what this
+# harness changes put back at exit.
+host_net() {
+	local bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} n irq f
+	IFS=, read -r NIC_A NIC_B <<<"$MIAMI_BENCH_NICS"
+	IFS=, read -r ADDR_A_CLI ADDR_B_CLI <<<"${MIAMI_BENCH_PEER_ADDRS:-}"
+	read -ra CLI_EXEC <<<"${MIAMI_BENCH_PEER:-}"
+	[[ -n $NIC_B && -n $ADDR_B_CLI && ${#CLI_EXEC[@]} -gt 0 ]] || {
+		echo "guest.sh: MIAMI_BENCH_NICS=A,B, MIAMI_BENCH_PEER_ADDRS=A,B and MIAMI_BENCH_PEER are all needed" >&2
+		exit 2
+	}
+	for n in A B; do
+		local nic=NIC_$n
+		irq=$("$bin" --list-nics --nic "${!nic}" | awk 'NR > 1 && $3 ~ /^rx/ { print $2 }') || exit 2
+		[[ $(wc -w <<<"$irq") == 1 ]] || {
+			echo "guest.sh: ${!nic} has $(wc -w <<<"$irq") receive IRQs ($(echo $irq)); the experiments pin one: ethtool -L ${!nic} combined 1" >&2
+			exit 2
+		}
+		printf -v "IRQ_$n" %s "$irq"
+		f=/proc/irq/$irq/smp_affinity_list
+		on_exit "echo $(cat "$f") >$f"
+		printf -v "ADDR_${n}_SRV" %s "$(ip -4 -o addr show dev "${!nic}" | awk '{ split($4, a, "/"); print a[1]; exit }')"
+		f=ADDR_${n}_SRV
+		[[ -n ${!f} ]] || { echo "guest.sh: ${!nic} has no IPv4 address" >&2; exit 2; }
+		for f in /sys/class/net/"${!nic}"/queues/rx-*/rps_flow_cnt; do on_exit "echo $(cat "$f") >$f"; done
+	done
+	f=/proc/sys/net/core/rps_sock_flow_entries
+	on_exit "echo $(cat $f) >$f"
+	on_exit "sysctl -q kernel.bpf_stats_enabled=$(sysctl -n kernel.bpf_stats_enabled)"
+	PROBE_CPU=${MIAMI_BENCH_PROBE_CPU:-$(($(nproc) - 1))}
+	log "host: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- $ADDR_A_CLI; B $NIC_B($ADDR_B_SRV, irq $IRQ_B) <- $ADDR_B_CLI, via ${CLI_EXEC[*]}"
+}
+if [[ -n ${MIAMI_BENCH_NICS:-} ]]; then
+	host_net
+	on_exit "${CLI_EXEC[*]} pkill -x netserver"
+else
+	net_default
+fi
+bg "${CLI_EXEC[@]}" netserver -L "$ADDR_A_CLI" -p 12865 -D
 www=/tmp/www; mkdir -p "$www"; head -c 1024 /dev/zero | tr '\0' x >"$www/index.html"
 printf 'server.document-root = "%s"\nserver.bind = "%s"\nserver.port = 80\nserver.errorlog = "/tmp/lt.err"\nindex-file.names = ( "index.html" )\n' \
 	"$www" "$ADDR_A_SRV" >/tmp/lighttpd.conf
@@ -86,19 +138,22 @@ start() {
 	esac
 }
 stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; }; rfs off; }
-# Pin the NICs' receive IRQs for configuration $1. IRQ_CPU_A/IRQ_CPU_B: the CPU each one
-# lands on, the pinned one, not effective_affinity_list read back at once: x86 moves a vector
-# at its next interrupt, so until traffic flows that file names the old CPU. It once gave the
-# probe CPUs 2 and 0 for IRQs pinned to 1 and 5: the receivers read 0.05% core and 64% other
-# tier while the scheduler counted 80% core. "all" lets the kernel choose, so run() reads the
-# file there once traffic flows.
+# Pin the NICs' receive IRQs for configuration $1, by LLC: 2n = the second CPU of the first
+# and of the second LLC (1 and 5 in the guest), 2s = the second and third of the first (1, 2),
+# zero = the first CPU (0). IRQ_CPU_A/IRQ_CPU_B: the CPU each one lands on, the pinned one, not
+# effective_affinity_list read back at once: x86 moves a vector at its next interrupt, so until
+# traffic flows that file names the old CPU. It once gave the probe CPUs 2 and 0 for IRQs
+# pinned to 1 and 5: the receivers read 0.05% core and 64% other tier while the scheduler
+# counted 80% core. "all" lets the kernel choose, so run() reads the file there once traffic
+# flows. Returns 1 where the host lacks the CPUs (2n with one LLC).
 irqs() {
 	case $1 in
-	2n) IRQ_CPU_A=1 IRQ_CPU_B=5 ;;
-	2s) IRQ_CPU_A=1 IRQ_CPU_B=2 ;;
-	zero) IRQ_CPU_A=0 IRQ_CPU_B=0 ;;
+	2n) IRQ_CPU_A=$(llc_cpu 0 1) IRQ_CPU_B=$(llc_cpu 1 1) ;;
+	2s) IRQ_CPU_A=$(llc_cpu 0 1) IRQ_CPU_B=$(llc_cpu 0 2) ;;
+	zero) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$IRQ_CPU_A ;;
 	all) IRQ_CPU_A=0-$(($(nproc) - 1)) IRQ_CPU_B=$IRQ_CPU_A ;;
 	esac
+	[[ -n $IRQ_CPU_A && -n $IRQ_CPU_B ]] || return 1
 	pin_irq "$IRQ_A" "$IRQ_CPU_A"; pin_irq "$IRQ_B" "$IRQ_CPU_B"
 }
 first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
@@ -111,15 +166,13 @@ proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/pr
 # Run scenario $1 under scheduler $2; append its JSON object.
 run() {
 	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 extra='{}' n irq srv=() cl=() irqof=() i
-	start "$s"
 	case $sc in
-	micro-*)
-		irq=${sc#micro-}; n=${irq#*-}; irq=${irq%-*}
-		irqs "$irq"
-		;;
-	overload) irq=2n; irqs 2n; n=4 ;;
-	*) irq=2n; irqs 2n; n=2 ;;
+	micro-*) irq=${sc#micro-}; n=${irq#*-}; irq=${irq%-*} ;;
+	overload) irq=2n; n=4 ;;
+	*) irq=2n; n=2 ;;
 	esac
+	irqs "$irq" || { log "$sc: skipped, no CPUs for IRQ configuration $irq here"; return 0; }
+	start "$s"
 	[[ $sc == web ]] && n=0
 	for ((i = 0; i < n; i++)); do
 		local ip=$ADDR_A_SRV
@@ -148,7 +201,9 @@ run() {
 		lighttpd -D -f /tmp/lighttpd.conf & web=$!
 		sleep 0.5
 		srv=("$web"); irqof=(--irq-cpu-of "$web=$ca")
-		ip netns exec cli ab -q -t "$secs" -n 10000000 -c 4 -e /tmp/ab.csv "http://$ADDR_A_SRV/index.html" >/tmp/ab.out 2>&1 &
+		# The CSV is written on the client side (the peer's /tmp on a real host) and
+		# fetched below under another name (here both sides share /tmp).
+		"${CLI_EXEC[@]}" ab -q -t "$secs" -n 10000000 -c 4 -e /tmp/ab-peer.csv "http://$ADDR_A_SRV/index.html" >/tmp/ab.out 2>&1 &
 		cl+=($!)
 	fi
 	local rr=() hogs=
@@ -156,7 +211,7 @@ run() {
 		for ((i = 0; i < 4; i++)); do
 			local ip=$ADDR_A_CLI
 			((i < 2)) || ip=$ADDR_B_CLI
-			ip netns exec cli iperf3 -s -1 -B "$ip" -p $((5301 + i)) >/dev/null 2>&1 &
+			"${CLI_EXEC[@]}" iperf3 -s -1 -B "$ip" -p $((5301 + i)) >/dev/null 2>&1 &
 			cl+=($!)
 		done
 		sleep 0.5
@@ -194,8 +249,10 @@ run() {
 	if [[ $sc != web ]]; then # ab ends by itself (-t) and prints its report then
 		kill "${srv[@]}" "${cl[@]}" 2>/dev/null || true
 		pkill -f 'iperf3 -c' 2>/dev/null || true
+		"${CLI_EXEC[@]}" pkill -f 'iperf3 -c' 2>/dev/null || true
 	fi
 	wait "${cl[@]}" "${rr[@]}" 2>/dev/null || true
+	[[ $sc != web ]] || "${CLI_EXEC[@]}" cat /tmp/ab-peer.csv >/tmp/ab.csv 2>/dev/null || true
 	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
@@ -267,7 +324,7 @@ if s in ("miami", "bpfland"):
     r["sched_cpu_s_per_s"] = round((float(p1) - float(p0)) / el, 4)
 print(json.dumps(r))
 PY
-	rm -f /tmp/b-*.out /tmp/rr-*.out
+	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv
 }
 
 total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS

@@ -18,6 +18,8 @@ CAVEAT = ("TCG models no caches: throughput, requests/s and busy CPU per Gbit/s 
           "mostly the emulator's, so no speed or CPU saving is claimed from them. Placement "
           "(where tasks ran, against their NIC's IRQ CPU), migrations and BPF cost are the "
           "findings. Runs of the same case spread by 10-25%.")
+HOST_CAVEAT = ("A real host over real NICs (scripts/bench.sh --host): throughput and CPU per "
+               "Gbit/s are this machine's, with the run-to-run spread of one run per case.")
 COLS = [  # (key, header, format)
     ("gbps_total", "Gbit/s", "{:.3f}"),
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
@@ -53,7 +55,8 @@ def main():
     for k in ("date", "command", "kernel_version", "guest", "host", "scx_miami", "scx_bpfland"):
         if k in meta:
             md.append(f"- {k}: {meta[k]}")
-    md += ["", f"> {CAVEAT}", ""]
+    on_host = meta.get("kernel") == "host"  # scripts/bench.sh --host: real NICs and caches
+    md += ["", f"> {HOST_CAVEAT if on_host else CAVEAT}", ""]
     errors = []
     for sc in scen:
         rs = {r["scheduler"]: r for r in rows if r["scenario"] == sc}
@@ -72,7 +75,7 @@ def main():
         md.append("")
         md.append(f"![{sc}]({sc}.png)")
         md.append("")
-        plot(out, sc, rs)
+        plot(out, sc, rs, on_host)
         if check:
             missing = [s for s in scheds if s not in rs]
             if missing:
@@ -97,7 +100,7 @@ def main():
     return 0
 
 
-def plot(out, sc, rs):
+def plot(out, sc, rs, on_host):
     """Placement shares per scheduler (stacked), and the scenario's main figure beside."""
     key = next((k for k in ("gbps_total", "requests_per_s", "rr_p99_us")
                 if any(k in r for r in rs.values())), None)
@@ -110,7 +113,7 @@ def plot(out, sc, rs):
     script = f"""
 set terminal pngcairo size 900,420 font ',10'
 set output '{out}/{sc}.png'
-set multiplot layout 1,2 title '{sc} (TCG guest: placement is the finding)'
+set multiplot layout 1,2 title '{sc} ({"this host" if on_host else "TCG guest: placement is the finding"})'
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.8 border -1

@@ -98,7 +98,8 @@ _lib_exit() {
 	for c in "${_EXIT_CMDS[@]}"; do eval "$c" || true; done
 	[[ -n ${SCHED_PID:-} ]] && kill -0 "$SCHED_PID" 2>/dev/null && { sched_stop >/dev/null 2>&1 || true; }
 	for p in "${_BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	pkill -x iperf3 2>/dev/null || true
+	# Not on a real host (the bench harness there): its iperf3 runs are not ours to end.
+	[[ -n ${MIAMI_BENCH_NICS:-} ]] || pkill -x iperf3 2>/dev/null || true
 	exit "$rc"
 }
 trap _lib_exit EXIT
@@ -210,7 +211,16 @@ irq_count() {
 }
 
 # --- traffic --------------------------------------------------------------------------------
-_nsexec() { if [[ $1 == root || $1 == - ]]; then shift; "$@"; else local ns=$1; shift; $IP netns exec "$ns" "$@"; fi; }
+# CLI_EXEC: how to run a command on the client side ("cli"): namespace cli here; the bench
+# harness on a real host sets the peer's command (tests/vm/bench/guest.sh, docs/benchmarks.md).
+CLI_EXEC=("$IP" netns exec cli)
+_nsexec() {
+	case $1 in
+	root | -) shift; "$@" ;;
+	cli) shift; "${CLI_EXEC[@]}" "$@" ;;
+	*) local ns=$1; shift; $IP netns exec "$ns" "$@" ;;
+	esac
+}
 iperf_server() {
 	local port=$1 bind=${2:-}; shift; (($#)) && shift
 	local pidf=/tmp/iperf-s-$port.pid i

@@ -9,13 +9,36 @@
 # performance: that is `make bench`'s to print. Without scx_bpfland, which `make bench` adds:
 # building it took 4m41s of a cold `make test` and its run 38 s of this test, for a path of the
 # harness (start, stop and BPF cost of an external scheduler) that scx_miami's run takes too.
+#
+# It runs the harness as `scripts/bench.sh --host` does on a real host (docs/benchmarks.md):
+# the server NICs, the peer's addresses and the peer's command ("ip netns exec cli" standing
+# for "ssh root@peer") given in MIAMI_BENCH_*; t_overload runs the guest's own path. So it
+# also holds what host mode must do: each NIC's receive IRQ found by `scx_miami --list-nics`
+# (the same IRQ lib.sh finds from the virtio vector's name), and the IRQ affinity, RFS and
+# kernel.bpf_stats_enabled as they were before the run (set to odd values here first).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
 unset MIAMI_BPFLAND
+net_default
 out=/tmp/bench-quick
 mkdir -p "$out"
-VM_OUT=$out "$(dirname "$0")/../bench/guest.sh" --quick
+pin_irq "$IRQ_A" 3
+pin_irq "$IRQ_B" 6
+on_exit "echo 0 >/proc/sys/net/core/rps_sock_flow_entries; echo 0 >/sys/class/net/$NIC_A/queues/rx-0/rps_flow_cnt"
+echo 2048 >/proc/sys/net/core/rps_sock_flow_entries
+echo 16 >"/sys/class/net/$NIC_A/queues/rx-0/rps_flow_cnt"
+sysctl -q kernel.bpf_stats_enabled=0
+MIAMI_BENCH_NICS=$NIC_A,$NIC_B MIAMI_BENCH_PEER="$IP netns exec cli" \
+	MIAMI_BENCH_PEER_ADDRS=$ADDR_A_CLI,$ADDR_B_CLI VM_OUT=$out \
+	"$(dirname "$0")/../bench/guest.sh" --quick | tee /tmp/bench-quick.log
+check_eq "host mode: NICs and receive IRQs found" \
+	"$(grep -c "host: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- $ADDR_A_CLI; B $NIC_B($ADDR_B_SRV, irq $IRQ_B)" /tmp/bench-quick.log)" 1
+check_eq "host mode: IRQ affinity put back" \
+	"$(cat /proc/irq/$IRQ_A/smp_affinity_list),$(cat /proc/irq/$IRQ_B/smp_affinity_list)" 3,6
+check_eq "host mode: RFS put back" \
+	"$(cat /proc/sys/net/core/rps_sock_flow_entries),$(cat /sys/class/net/$NIC_A/queues/rx-0/rps_flow_cnt)" 2048,16
+check_eq "host mode: kernel.bpf_stats_enabled put back" "$(sysctl -n kernel.bpf_stats_enabled)" 0
 echo '{"command": "t_bench (guest.sh --quick)"}' >"$out/run.json"
 if python3 "$(dirname "$0")/../bench/render.py" "$out" --check >/tmp/bench-check.txt 2>&1; then
 	pass "bench --quick: sane"
