@@ -11,21 +11,21 @@
 //!    below --low-load-pct, else (from the other tier) to the least loaded CPU of the IRQ CPU's
 //!    LLC below that load. Most intensive first.
 //! 3. Shed and adapt: for each CPU above --high-load-pct, most loaded first, the task that needs
-//!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else
-//!    in another LLC, but only out of an LLC overloaded on average (above --high-load-pct) into
-//!    one lightly loaded on average (below --low-load-pct): low class before middle before high, other tier before cache before core, less
-//!    intensive first; so core-tier high-class tasks go last. One task per CPU per round: the
-//!    next round sees the new load. The last network task on a CPU is not shed: shedding
-//!    settles contention between tasks, and one task with its own softirq on its IRQ CPU is the
-//!    placement MiAMI aims for, however busy that keeps the CPU; unless a task of a higher class
-//!    whose IRQ CPU this is waits in another tier. The boundaries move once per round in which
-//!    some CPU is overloaded by two or more network tasks: the lower boundary of the lowest
-//!    class running on the most loaded such CPU rises by a quarter (the paper's "reducing the
-//!    window size of the lowest class where processes are running"), so that the least intensive
-//!    of that class drop a class and give way first while the more intensive ones keep their
-//!    tier. It never rises past 3/4 of the intensiveness of the most intensive task there (see
-//!    adapt()). When no CPU is overloaded, each boundary moves a quarter of the way back toward
-//!    its initial value (--class-bounds).
+//!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else in
+//!    another LLC, but only out of an LLC overloaded on average (above --high-load-pct) into one
+//!    lightly loaded on average (below --low-load-pct): low class before middle before high, other
+//!    tier before cache before core, less intensive first; so core-tier high-class tasks go last.
+//!    One task per CPU per round: the next round sees the new load. The last network task on a CPU
+//!    is not shed: shedding settles contention between tasks, and one task with its own softirq on
+//!    its IRQ CPU is the placement MiAMI aims for, however busy that keeps the CPU; unless a task
+//!    of a higher class whose IRQ CPU this is waits in another tier. The boundaries move once per
+//!    round in which some CPU is overloaded by two or more network tasks: the lower boundary of the
+//!    lowest class running on the most loaded such CPU rises by a quarter (the paper's "reducing
+//!    the window size of the lowest class where processes are running"), so that the least
+//!    intensive of that class drop a class and give way first while the more intensive ones keep
+//!    their tier. It never rises past 3/4 of the intensiveness of the most intensive task there
+//!    (see adapt()). When no CPU is overloaded, each boundary moves a quarter of the way back
+//!    toward its initial value (--class-bounds).
 //!
 //! The boundaries are global, not per IRQ CPU: a class decides who gives way when tasks of
 //! several NICs share an LLC, which only works if one intensiveness means one class everywhere;

@@ -8,7 +8,7 @@
 # sheds non-network and low-class work first (III-D step 3), and the receivers keep their LLC:
 #   - receivers' runtime in core+cache (their own NIC's IRQ CPU and its LLC) >= 95%, the
 #     issue's bound. It holds MiAMI's own failure mode, not a lead over EEVDF: EEVDF keeps
-#     these receivers in their LLC too (96.0-99.9% in five runs). The agent used to shed
+#     these receivers in their LLC too (95.1-100% in ten runs). The agent used to shed
 #     receivers from one saturated LLC into the other whenever a CPU there read below
 #     --low-load-pct for one round (TCG's per-CPU loads swing; the agent's debug log showed
 #     such sheds). One run had 16% of a receiver's runtime in the other LLC, and two-run means
@@ -26,9 +26,10 @@
 # Each scheduler runs twice, in the order EEVDF, scx_miami, scx_miami, EEVDF, and the figures
 # are the sums (bytes) and means (placement) of its two runs, so that a drift of the host's
 # speed that is linear in time weighs on both alike. Two runs each read 0.86x, 0.94x, 1.00x,
-# 1.01x, 1.06x, 1.25x and 1.40x.
-# With the shed rule, two runs each read 98.0% and 98.2% core+cache (EEVDF 96.0%, 99.4%), and
-# three more runs of scx_miami 99.2-99.7%; the IRQ CPU's share 78.2-81.3% (EEVDF 85.6-88.8%).
+# 1.01x, 1.06x and 1.40x before the shed rule; 0.83x, 1.04x, 1.17x and 1.25x with it.
+# With the shed rule, two runs each read 97.5%, 97.7%, 98.2% and 99.0% core+cache (EEVDF
+# 98.2%, 99.9%, 99.4%, 96.0%), three more runs of scx_miami 99.2-99.7%; the IRQ CPU's share
+# 69.8-82.4% (EEVDF 74.8-88.8%).
 # Until guest.sh took the pinned CPUs as the IRQ CPUs, the probe could be given the IRQ's
 # previous CPU (x86 moves a vector at its next interrupt), which is where the figures of
 # "receivers 2-7% on the IRQ CPU" for EEVDF's first run in a boot came from.
