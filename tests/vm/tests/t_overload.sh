@@ -16,7 +16,7 @@
 #     lightly loaded on average (policy.rs);
 #   - their share on the IRQ CPU itself >= scx_bpfland's in the same shape: 42.0%, measured
 #     once with `scripts/bench.sh --only overload` (scx_bpfland 1.1.4 from the crate registry,
-#     7.3 guest, 10 s window, 2026-11-24; the full make bench of docs/results read 34.7%);
+#     7.3 guest, 10 s window, 2026-11-24; the full runs of docs/results read 34.7% and 31.7%);
 #   - throughput (bytes the server NICs received over the window) against EEVDF's in the same
 #     boot: printed as a ratio, and at least $MIN_RATIO. The issue asks for "not below"; under
 #     TCG this shape cannot hold that: 8 busy vCPUs share 2 host cores, so the rate is mostly
