@@ -213,10 +213,15 @@ fn llc_means(loads: &[f64], llc: &[u32]) -> BTreeMap<u32, f64> {
 /// busy says little (t_place_multi: 16 receivers that used about a CPU between them still met
 /// that often enough to lose 8% of one receiver's time to the other LLC).
 pub fn overloaded_llcs(loads: &[f64], llc: &[u32], high: f64) -> Vec<u32> {
-    llc_means(loads, llc)
-        .into_iter()
-        .filter(|&(_, mean)| mean > high)
-        .map(|(id, _)| id)
+    above(&llc_means(loads, llc), high)
+}
+
+/// The LLC ids of @means above @high.
+fn above(means: &BTreeMap<u32, f64>, high: f64) -> Vec<u32> {
+    means
+        .iter()
+        .filter(|&(_, &mean)| mean > high)
+        .map(|(&id, _)| id)
         .collect()
 }
 
@@ -432,11 +437,7 @@ impl Policy {
             bounds: self.bounds,
             released: released.len(),
             overloaded,
-            overloaded_llcs: overloaded_llcs(
-                &loads[..nr_cpus],
-                &llc[..nr_cpus],
-                self.cfg.high_load_pct,
-            ),
+            overloaded_llcs: above(&means, self.cfg.high_load_pct),
         }
     }
 
