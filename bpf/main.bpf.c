@@ -140,6 +140,8 @@ volatile u32 class_middle_min = 10000;
  * the first round: no spilling before the agent has looked.
  */
 volatile u8 llc_overloaded[MIAMI_MAX_LLCS];
+/* How many of llc_overloaded[] are 1, written with them: dispatch() looks in other LLCs only then. */
+volatile u32 nr_llcs_overloaded;
 
 static u64 vtime_now;
 
@@ -531,7 +533,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
 	u32 my_llc = llc_of(cpu), i;
-	bool irq_cpu;
+	bool irq_cpu, sib_queued = true;
 	s32 other;
 
 	if (test_error) {
@@ -553,14 +555,23 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	/*
 	 * Own DSQ empty: a sibling's backlog of network tasks (two or more queued, so the sibling
 	 * keeps one) comes before the shared DSQ when it is older, so an overloaded IRQ CPU's queue
-	 * spreads over its LLC rather than leaving the LLC.
+	 * spreads over its LLC rather than leaving the LLC. The same pass notes whether any sibling
+	 * has a task queued at all, so that the steal below walks the CPUs only then: an idle CPU
+	 * calls dispatch() over and over, and three walks over every CPU made our dispatch() cost
+	 * about twice scx_bpfland's with eight receivers (docs/results/bench.md). A task queued on
+	 * a sibling in between is run by that sibling.
 	 */
 	if (!own) {
+		sib_queued = false;
 		bpf_for(i, 1, nr_cpu_ids) {
 			struct task_struct *head;
+			u64 nr;
 
 			other = (cpu + i) % nr_cpu_ids;
-			if (llc_of(other) != my_llc || scx_bpf_dsq_nr_queued(other) < 2)
+			if (llc_of(other) != my_llc || !(nr = scx_bpf_dsq_nr_queued(other)))
+				continue;
+			sib_queued = true;
+			if (nr < 2)
 				continue;
 			head = __COMPAT_scx_bpf_dsq_peek(other);
 			if (head && (!shared || head->scx.dsq_vtime <= shared->scx.dsq_vtime) &&
@@ -587,19 +598,24 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 
-	bpf_for(i, 1, nr_cpu_ids) {
-		other = (cpu + i) % nr_cpu_ids;
-		if (llc_of(other) == my_llc && steal_from(other)) {
-			stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
-			return;
+	if (sib_queued) {
+		bpf_for(i, 1, nr_cpu_ids) {
+			other = (cpu + i) % nr_cpu_ids;
+			if (llc_of(other) == my_llc && steal_from(other)) {
+				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
+				return;
+			}
 		}
 	}
-	bpf_for(i, 1, nr_cpu_ids) {
-		other = (cpu + i) % nr_cpu_ids;
-		if (llc_of(other) != my_llc && llc_is_overloaded(other) &&
-		    scx_bpf_dsq_nr_queued(other) > 1 && steal_from(other)) {
-			stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
-			return;
+	/* Other LLCs: only out of an overloaded one, so only when one besides ours is. */
+	if (nr_llcs_overloaded > llc_is_overloaded(cpu)) {
+		bpf_for(i, 1, nr_cpu_ids) {
+			other = (cpu + i) % nr_cpu_ids;
+			if (llc_of(other) != my_llc && llc_is_overloaded(other) &&
+			    scx_bpf_dsq_nr_queued(other) > 1 && steal_from(other)) {
+				stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
+				return;
+			}
 		}
 	}
 

@@ -497,6 +497,7 @@ impl<'a> Scheduler<'a> {
                 *flag = over;
             }
         }
+        bss.nr_llcs_overloaded = round.overloaded_llcs.len() as u32;
         let data = self.skel.maps.data_data.as_mut().unwrap();
         if (data.class_high_min, data.class_middle_min)
             != (round.bounds.high_min, round.bounds.middle_min)
