@@ -17,7 +17,17 @@
 #   micro-<irq>-<n>   MiAMI IV-A / Table II: n iperf3 receivers, half per NIC, with the NICs'
 #                     receive IRQs on: 2n = CPUs 1 and 5 (two LLCs), 2s = 1 and 2 (one LLC),
 #                     zero = both on CPU 0 (multiport study's ZERO), all = every CPU (its ALL:
-#                     the kernel picks one of the mask). n = 8, 16.
+#                     the kernel picks one of the mask), rr = CPUs 0 and 1 (its RR, port p on
+#                     core p; with two ports this is also its MIN, the fewest cores that carry
+#                     every IRQ, so MIN gets no run of its own), irqb = the irqbalance daemon
+#                     decides (Table II's IrqB; started on the full mask with --interval 1,
+#                     each receiver's core is its IRQ's CPU at each moment). n = 8, 16, 32.
+#                     micro-2n-16 against micro-irqb-16 is the kirqd paper's question, pinned
+#                     against balanced IRQs under saturating traffic. 4S/4N need four IRQ CPUs
+#                     in four LLCs, which this two-NIC, two-LLC guest does not have.
+#   microtx-<irq>-<n> the same with the server sending (iperf3 -R): n senders, whose ACKs and
+#                     transmit completions come in on their NIC's IRQ CPU; throughput is the
+#                     server NICs' transmitted bytes.
 #   mix-<j>           MiAMI IV-B / Figures 13-14: 2 bulk receivers plus j netperf TCP_RR
 #                     ping-pongs (1-byte), j = 1, 4: their p50/p99 round trip and rates.
 #   web               network-subsystem-scheduling paper: lighttpd under ab without keep-alive.
@@ -26,6 +36,12 @@
 #                     ACKs come in on CPUs 1 and 5 too), and a CPU hog per CPU: more runnable
 #                     work than CPUs. The receivers' placement (core = their NIC's IRQ CPU)
 #                     and throughput are the figures.
+#   table3            MiAMI IV-C / Table III, the dynamic scenario as t_table3 scales it to TCG
+#                     (its header says why): the server NICs' IRQs on CPU 0, 64-byte sends
+#                     to a pacer sink on the client side; two A processes (sleeping 2500 us
+#                     between sends) from t=0, two B (1000 us) from t~8 s, one bulk C from
+#                     t~16 s. Per phase and process group: placement against CPU 0 and kbit/s
+#                     acknowledged (ss); the row's placement and C kbit/s are C's in phase 3.
 # On a real host (scripts/bench.sh --host, docs/benchmarks.md) the same runs use the NICs in
 # MIAMI_BENCH_NICS (two, one receive IRQ each), the client side is the command in
 # MIAMI_BENCH_PEER (for example "ssh root@peer"; here "ip netns exec cli") reaching this host at
@@ -37,8 +53,9 @@
 # round-trip p50/p99 (us), placement of the receivers or server (probe.py, shares of
 # core/cache/other against their NIC's IRQ CPU), their migrations, the guest's busy CPU per
 # Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
-# ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second) and the
-# scheduler process's own CPU time.
+# ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second, and per
+# program its ns per call and calls per second: bpf_per_prog) and the scheduler process's own
+# CPU time.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 T_NAME=bench
@@ -63,7 +80,8 @@ scheds+=(miami)
 if ((quick)); then
 	scenarios=(mix-1)
 else
-	scenarios=(micro-2n-8 micro-2s-8 micro-zero-8 micro-all-8 micro-2n-16 mix-1 mix-4 web overload)
+	scenarios=(micro-2n-8 micro-2s-8 micro-rr-8 micro-zero-8 micro-all-8 micro-2n-16 micro-irqb-16
+		micro-2n-32 microtx-2n-8 mix-1 mix-4 web overload table3)
 fi
 [[ -z $only ]] || IFS=, read -ra scenarios <<<"$only"
 # The K-th CPU (from 0) of the L-th LLC (from 0, by first CPU), or nothing.
@@ -80,6 +98,10 @@ llc_cpu() {
 host_net() {
 	local bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} n irq f
 	IFS=, read -r NIC_A NIC_B <<<"$MIAMI_BENCH_NICS"
+	! pgrep -x irqbalance >/dev/null || {
+		echo "guest.sh: irqbalance runs here and would move the IRQs these runs pin: stop it first (systemctl stop irqbalance); micro-irqb-* starts its own" >&2
+		exit 2
+	}
 	IFS=, read -r ADDR_A_CLI ADDR_B_CLI <<<"${MIAMI_BENCH_PEER_ADDRS:-}"
 	read -ra CLI_EXEC <<<"${MIAMI_BENCH_PEER:-}"
 	[[ -n $NIC_B && -n $ADDR_B_CLI && ${#CLI_EXEC[@]} -gt 0 ]] || {
@@ -114,6 +136,10 @@ else
 	net_default
 fi
 bg "${CLI_EXEC[@]}" netserver -L "$ADDR_A_CLI" -p 12865 -D
+if [[ " ${scenarios[*]} " == *" table3 "* ]]; then
+	"${CLI_EXEC[@]}" test -x "$PACER" || { echo "guest.sh: table3 needs $PACER on the client side too (make build writes it)" >&2; exit 2; }
+	bg "${CLI_EXEC[@]}" "$PACER" sink 7001
+fi
 www=/tmp/www; mkdir -p "$www"; head -c 1024 /dev/zero | tr '\0' x >"$www/index.html"
 printf 'server.document-root = "%s"\nserver.bind = "%s"\nserver.port = 80\nserver.errorlog = "/tmp/lt.err"\nindex-file.names = ( "index.html" )\n' \
 	"$www" "$ADDR_A_SRV" >/tmp/lighttpd.conf
@@ -145,32 +171,78 @@ stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; 
 # traffic flows that file names the old CPU. It once gave the probe CPUs 2 and 0 for IRQs
 # pinned to 1 and 5: the receivers read 0.05% core and 64% other tier while the scheduler
 # counted 80% core. "all" lets the kernel choose, so run() reads the file there once traffic
-# flows. Returns 1 where the host lacks the CPUs (2n with one LLC).
+# flows. irqb starts irqbalance on the full mask (IRQB_PID; run() stops it): its IRQ CPUs
+# change under the probe, which follows them (--irq-of). Returns 1 where the host lacks the
+# CPUs (2n with one LLC).
 irqs() {
+	IRQB_PID=
 	case $1 in
 	2n) IRQ_CPU_A=$(llc_cpu 0 1) IRQ_CPU_B=$(llc_cpu 1 1) ;;
 	2s) IRQ_CPU_A=$(llc_cpu 0 1) IRQ_CPU_B=$(llc_cpu 0 2) ;;
+	rr) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$(llc_cpu 0 1) ;;
 	zero) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$IRQ_CPU_A ;;
-	all) IRQ_CPU_A=0-$(($(nproc) - 1)) IRQ_CPU_B=$IRQ_CPU_A ;;
+	all | irqb) IRQ_CPU_A=0-$(($(nproc) - 1)) IRQ_CPU_B=$IRQ_CPU_A ;;
 	esac
 	[[ -n $IRQ_CPU_A && -n $IRQ_CPU_B ]] || return 1
 	pin_irq "$IRQ_A" "$IRQ_CPU_A"; pin_irq "$IRQ_B" "$IRQ_CPU_B"
+	if [[ $1 == irqb ]]; then
+		mkdir -p /run/irqbalance
+		bg irqbalance --foreground --interval 1 >/tmp/irqbalance.log 2>&1; IRQB_PID=$BG_PID
+	fi
 }
 first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-rx_bytes() { echo $(($(cat "/sys/class/net/$NIC_A/statistics/rx_bytes") + $(cat "/sys/class/net/$NIC_B/statistics/rx_bytes"))); }
-softirq_on() { awk -v c="$1" '/^cpu[0-9]/ && $1 == "cpu" c { print $8 }' /proc/stat; }
+# Bytes the server NICs received ($1 = rx) or sent (tx) so far.
+nic_bytes() { echo $(($(cat "/sys/class/net/$NIC_A/statistics/$1_bytes") + $(cat "/sys/class/net/$NIC_B/statistics/$1_bytes"))); }
+irq_cpus_now() { echo "A:$(cat "/proc/irq/$IRQ_A/effective_affinity_list") B:$(cat "/proc/irq/$IRQ_B/effective_affinity_list")"; }
+# Acknowledged bytes per pacer process on port 7001 so far: "PID BYTES" lines (table3).
+acked_by_pid() {
+	ss -tinpH 'dport = :7001' | awk '/users:/ { match($0, /pid=[0-9]+/); pid = substr($0, RSTART + 4, RLENGTH - 4) }
+		/bytes_acked:/ { match($0, /bytes_acked:[0-9]+/); print pid, substr($0, RSTART + 12, RLENGTH - 12) }'
+}
+# Table III's three phases (table3): the probe over each phase's processes against CPU 0, with
+# the acknowledged bytes around it: /tmp/t3-p{1,2,3}.json, /tmp/t3-{a,b}{1,2,3}.txt, the
+# probe's span in /tmp/t3-dt{1,2,3}; the five PIDs (A A B B C) in /tmp/t3-pids.
+table3_phases() {
+	local a1 a2 b1 b2 c ph pids t0
+	phase() { # $1 = phase, $2 = its PIDs, $3 = probe seconds
+		sleep 3
+		acked_by_pid >"/tmp/t3-a$1.txt"; t0=$(date +%s.%N)
+		$PROBE --pids "$2" --irq-cpu "$IRQ_CPU_A" --duration "$3" --hz 100 --probe-cpu "$PROBE_CPU" \
+			--trace --json >"/tmp/t3-p$1.json" 2>/tmp/probe.err || true
+		acked_by_pid >"/tmp/t3-b$1.txt"
+		python3 -c "import time; print(time.time() - $t0)" >"/tmp/t3-dt$1"
+		sleep 1
+	}
+	# bg: killed at exit also when a run fails half-way (on a real host too).
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a1=$BG_PID
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a2=$BG_PID
+	phase 1 "$a1,$a2" 4
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b1=$BG_PID
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b2=$BG_PID
+	phase 2 "$a1,$a2,$b1,$b2" 4
+	bg "$PACER" send "$ADDR_A_CLI" 7001 0 3600 64 >/dev/null; c=$BG_PID
+	phase 3 "$a1,$a2,$b1,$b2,$c" 6
+	kill "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
+	wait "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
+	echo "$a1 $a2 $b1 $b2 $c" >/tmp/t3-pids
+}
+# Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
+softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
 # The scheduler process's own CPU time so far, in s.
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
 
 # Run scenario $1 under scheduler $2; append its JSON object.
 run() {
-	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 extra='{}' n irq srv=() cl=() irqof=() i
+	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 n irq srv=() cl=() irqof=() i
+	local dir=rx rev=() irq_cpus=
 	case $sc in
-	micro-*) irq=${sc#micro-}; n=${irq#*-}; irq=${irq%-*} ;;
+	micro-* | microtx-*) irq=${sc#*-}; n=${irq#*-}; irq=${irq%-*} ;;
 	overload) irq=2n; n=4 ;;
+	table3) irq=zero; n=0 ;;
 	*) irq=2n; n=2 ;;
 	esac
+	[[ $sc != microtx-* ]] || { dir=tx; rev=(-R); }
 	irqs "$irq" || { log "$sc: skipped, no CPUs for IRQ configuration $irq here"; return 0; }
 	start "$s"
 	[[ $sc == web ]] && n=0
@@ -187,14 +259,18 @@ run() {
 		# window (bpftool, Python) took longer than a fixed run, and every flow had ended
 		# before the probe started. Throughput is the server NICs' received bytes over
 		# the window.
-		iperf_client_bg "/tmp/b-$i.out" cli "$ip" $((5201 + i)) 3600
+		iperf_client_bg "/tmp/b-$i.out" cli "$ip" $((5201 + i)) 3600 "${rev[@]}"
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	((n)) && wait_streaming "${srv[@]}"
 	local ca=$IRQ_CPU_A cb=$IRQ_CPU_B
-	[[ $irq != all ]] || { ca=$(first_cpu "$IRQ_A"); cb=$(first_cpu "$IRQ_B"); }
+	[[ $irq != all && $irq != irqb ]] || { ca=$(first_cpu "$IRQ_A"); cb=$(first_cpu "$IRQ_B"); irq_cpus=$(irq_cpus_now); }
 	for ((i = 0; i < n; i++)); do
-		irqof+=(--irq-cpu-of "${srv[i]}=$( ((i < n / 2)) && echo "$ca" || echo "$cb")")
+		if [[ $irq == irqb ]]; then # irqbalance may move them within the window
+			irqof+=(--irq-of "${srv[i]}=$( ((i < n / 2)) && echo "$IRQ_A" || echo "$IRQ_B")")
+		else
+			irqof+=(--irq-cpu-of "${srv[i]}=$( ((i < n / 2)) && echo "$ca" || echo "$cb")")
+		fi
 	done
 	local web=
 	if [[ $sc == web ]]; then
@@ -231,8 +307,8 @@ run() {
 		done
 	fi
 	sleep 1
-	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(($(softirq_on "$ca") + $(softirq_on "$cb")))
-	cpu0=$(proc_cpu_s); t0=$(date +%s.%N); rx0=$(rx_bytes)
+	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "$ca" "$cb")
+	cpu0=$(proc_cpu_s); t0=$(date +%s.%N); rx0=$(nic_bytes $dir)
 	bpf_cost >/tmp/bpf0.txt
 	# Not --trace alone: with kernel.bpf_stats_enabled=1 (on for the BPF cost) the 7.3 guest
 	# emitted no sched_stat_runtime events at all (671 in 2 s with it off, 0 with it on), and
@@ -240,10 +316,16 @@ run() {
 	# server, whose runs are too short to sample.
 	local probe_opts=(--hz 100)
 	[[ $sc == web ]] && probe_opts=(--trace --runs)
-	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
-		"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
-	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(($(softirq_on "$ca") + $(softirq_on "$cb")))
-	cpu1=$(proc_cpu_s); rx1=$(rx_bytes)
+	if [[ $sc == table3 ]]; then
+		table3_phases
+	else
+		$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
+			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
+	fi
+	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "$ca" "$cb")
+	cpu1=$(proc_cpu_s); rx1=$(nic_bytes $dir)
+	[[ -z $irq_cpus ]] || irq_cpus="$irq_cpus -> $(irq_cpus_now)"
+	[[ -z $IRQB_PID ]] || { kill "$IRQB_PID"; wait "$IRQB_PID" 2>/dev/null || true; }
 	local el; el=$(python3 -c "import time; print(time.time() - $t0)")
 	bpf_cost >/tmp/bpf1.txt
 	if [[ $sc != web ]]; then # ab ends by itself (-t) and prints its report then
@@ -251,29 +333,32 @@ run() {
 		pkill -f 'iperf3 -c' 2>/dev/null || true
 		"${CLI_EXEC[@]}" pkill -f 'iperf3 -c' 2>/dev/null || true
 	fi
-	wait "${cl[@]}" "${rr[@]}" 2>/dev/null || true
+	# Not a bare `wait` (table3 has neither): that would wait for netserver and the sink too.
+	((${#cl[@]} + ${#rr[@]} == 0)) || wait "${cl[@]}" "${rr[@]}" 2>/dev/null || true
 	[[ $sc != web ]] || "${CLI_EXEC[@]}" cat /tmp/ab-peer.csv >/tmp/ab.csv 2>/dev/null || true
 	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
 	stop "$s"
-	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" >>"$out" <<'PY'
+	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" >>"$out" <<'PY'
 import glob, json, re, sys
-sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1 = sys.argv[1:]
+sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus = sys.argv[1:]
 n, el = int(n), float(el)
 r = {"scenario": sc, "scheduler": s, "window_s": round(el, 2)}
-gbps = (int(rx1) - int(rx0)) * 8 / el / 1e9  # both server NICs, over the window
+if irq_cpus:  # where the kernel or irqbalance put the IRQs: at the window's start -> end
+    r["irq_cpus"] = irq_cpus
+gbps = (int(rx1) - int(rx0)) * 8 / el / 1e9  # both server NICs (received, or sent: microtx)
 if n:
     r["gbps_total"] = round(gbps, 4)
 busy = (float(b1) - float(b0)) / max(float(c1) - float(c0), 1)
 r["guest_busy_pct"] = round(100 * busy, 1)
 if n and gbps:
-    # busy CPUs (of the guest's) per Gbit/s received
+    # busy CPUs (of the guest's) per Gbit/s through the server NICs
     import os
     r["busy_cpus_per_gbps"] = round(busy * os.cpu_count() / gbps, 3)
 r["softirq_irq_cpus_s"] = round((int(q1) - int(q0)) / 100, 2)
-try:
-    p = json.load(open("/tmp/probe.json"))
+try:  # table3: its phase 3, all five processes (the row's placement is C's, set below)
+    p = json.load(open("/tmp/t3-p3.json" if sc == "table3" else "/tmp/probe.json"))
     t = p["total"]["tiers"]
     r["placement"] = {k: round(v, 4) for k, v in t.items()}
     r["migrations"] = p["total"]["migrations"]
@@ -283,6 +368,32 @@ except (ValueError, KeyError, OSError, TypeError):
 if not sum((r["placement"] or {}).values()):
     # No placement: what the probe said (its summary, or its error).
     r["probe_said"] = open("/tmp/probe.err").read()[-400:]
+if sc == "table3":
+    # Per phase, per group (A, B, C): runtime-weighted tiers and kbit/s acknowledged.
+    pids = open("/tmp/t3-pids").read().split()
+    groups = {"A": pids[0:2], "B": pids[2:4], "C": pids[4:5]}
+    def acked(f):
+        return {a: int(b) for a, b in (l.split() for l in open(f) if l.strip())}
+    phases = []
+    for ph, present in ((1, "A"), (2, "AB"), (3, "ABC")):
+        row = {"phase": ph}
+        try:
+            p = json.load(open(f"/tmp/t3-p{ph}.json"))["pids"]
+        except (ValueError, KeyError, OSError):
+            p = {}
+        a0, a1 = acked(f"/tmp/t3-a{ph}.txt"), acked(f"/tmp/t3-b{ph}.txt")
+        dt = float(open(f"/tmp/t3-dt{ph}").read())
+        for g in present:
+            rt = sum(p[x]["runtime_ns"] for x in groups[g] if x in p)
+            t = {k: round(sum(p[x]["tiers"][k] * p[x]["runtime_ns"] for x in groups[g] if x in p) / rt, 4)
+                 if rt else None for k in ("core", "cache", "other")}
+            t["kbps"] = round(sum(a1.get(x, 0) - a0.get(x, 0) for x in groups[g]) * 8 / dt / 1e3, 1)
+            row[g] = t
+        phases.append(row)
+    r["phases"] = phases
+    c3 = phases[2]["C"]
+    r["placement"] = {k: c3[k] for k in ("core", "cache", "other")} if c3["core"] is not None else None
+    r["c_kbps"] = c3["kbps"]
 if sc.startswith("mix-"):
     lat = []
     for f in sorted(glob.glob("/tmp/rr-*.out")):
@@ -321,10 +432,12 @@ if s in ("miami", "bpfland"):
     r["bpf_ns_per_op"] = round(sum(v[0] for v in so) / max(sum(v[1] for v in so), 1), 1)
     r["bpf_ns_per_probe"] = round(sum(v[0] for v in tr) / max(sum(v[1] for v in tr), 1), 1) if tr else None
     r["bpf_ms_per_s"] = round(sum(v[0] for v in ops.values()) / 1e6 / el, 2)
+    # Each program's ns per call and calls per s: which callback the per-op figure is made of.
+    r["bpf_per_prog"] = {k[1]: [round(ns / cnt), round(cnt / el)] for k, (ns, cnt) in sorted(ops.items())}
     r["sched_cpu_s_per_s"] = round((float(p1) - float(p0)) / el, 4)
 print(json.dumps(r))
 PY
-	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv
+	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json
 }
 
 total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS

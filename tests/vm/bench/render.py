@@ -21,7 +21,7 @@ CAVEAT = ("TCG models no caches: throughput, requests/s and busy CPU per Gbit/s 
 HOST_CAVEAT = ("A real host over real NICs (scripts/bench.sh --host): throughput and CPU per "
                "Gbit/s are this machine's, with the run-to-run spread of one run per case.")
 COLS = [  # (key, header, format)
-    ("gbps_total", "Gbit/s", "{:.3f}"),
+    ("gbps_total", "Gbit/s", "{:.3f}"), ("c_kbps", "C kbit/s", "{:.0f}"),
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"),
@@ -29,12 +29,12 @@ COLS = [  # (key, header, format)
     ("migrations", "migr", "{}"), ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
     ("softirq_irq_cpus_s", "softirq s", "{:.2f}"), ("bpf_ns_per_op", "ns/op", "{:.0f}"),
     ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),
-    ("sched_cpu_s_per_s", "loader CPU", "{:.3f}"),
+    ("sched_cpu_s_per_s", "loader CPU", "{:.3f}"), ("irq_cpus", "IRQ CPUs", "{}"),
 ]
 # A figure's header, also the title of its plot: not the raw key, whose "_" gnuplot would set
 # as a subscript.
 HEADER = {k: h for k, h, _ in COLS}
-RATIO = ["gbps_total", "requests_per_s", "rr_p99_us", "p99_ms"]
+RATIO = ["gbps_total", "c_kbps", "requests_per_s", "rr_p99_us", "p99_ms"]
 
 
 def flat(r):
@@ -73,6 +73,7 @@ def main():
                           if r.get(k) and base.get(k)), "-")
             md.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
         md.append("")
+        md += phases(rs)
         md.append(f"![{sc}]({sc}.png)")
         md.append("")
         plot(out, sc, rs, on_host)
@@ -100,9 +101,24 @@ def main():
     return 0
 
 
+def phases(rs):
+    """table3's per-phase table: each process group's placement against the IRQ CPU and rate."""
+    if not any("phases" in r for r in rs.values()):
+        return []
+    md = ["| scheduler | phase | group | core | cache | other | kbit/s |", "| --- |" + " --- |" * 6]
+    for s, r in rs.items():
+        for ph in r.get("phases", []):
+            for g in "ABC":
+                if g in ph:
+                    t = ph[g]
+                    cells = ["-" if t[k] is None else f"{t[k]:.1%}" for k in ("core", "cache", "other")]
+                    md.append(f"| {s} | {ph['phase']} | {g} | " + " | ".join(cells) + f" | {t['kbps']:.0f} |")
+    return md + [""]
+
+
 def plot(out, sc, rs, on_host):
     """Placement shares per scheduler (stacked), and the scenario's main figure beside."""
-    key = next((k for k in ("gbps_total", "requests_per_s", "rr_p99_us")
+    key = next((k for k in ("gbps_total", "c_kbps", "requests_per_s", "rr_p99_us")
                 if any(k in r for r in rs.values())), None)
     data = f"{out}/{sc}.dat"
     with open(data, "w") as fh:

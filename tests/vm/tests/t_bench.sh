@@ -47,4 +47,33 @@ else
 fi
 grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check.txt
 check_eq "runs (1 scenario, 3 schedulers)" "$(wc -l <"$out/bench.jsonl")" 3
+
+# The paths of the harness the mix does not take, under scx_miami alone, 5 s windows: the
+# IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases.
+out2=/tmp/bench-paths
+mkdir -p "$out2"
+VM_OUT=$out2 "$(dirname "$0")/../bench/guest.sh" --only micro-irqb-8,microtx-2n-8,table3 --scheds miami --secs 5 |
+	tee /tmp/bench-paths.log
+echo '{"command": "t_bench (guest.sh --only micro-irqb-8,microtx-2n-8,table3)"}' >"$out2/run.json"
+if python3 "$(dirname "$0")/../bench/render.py" "$out2" --check >/tmp/bench-check2.txt 2>&1; then
+	pass "bench irqb, tx, table3: sane"
+else
+	fail "bench irqb, tx, table3: $(grep -c '^FAIL' /tmp/bench-check2.txt) problems"
+fi
+grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check2.txt
+j=$out2/bench.jsonl
+check_eq "irqb: where irqbalance left the IRQs, start -> end" \
+	"$(python3 -c 'import json, re, sys
+r = [json.loads(l) for l in open(sys.argv[1])][0]
+print(bool(re.fullmatch(r"A:[0-9]+ B:[0-9]+ -> A:[0-9]+ B:[0-9]+", r.get("irq_cpus", ""))))' "$j")" True
+# Table III: phase 1 has the A processes only, phase 2 A and B, phase 3 all three, each
+# sending (kbit/s > 0) and placed (its shares summing to 1).
+check_eq "table3: groups per phase, each sending and placed" "$(python3 -c 'import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scenario"] == "table3"][0]
+out = []
+for ph in r["phases"]:
+    g = [k for k in "ABC" if k in ph]
+    ok = all(ph[k]["kbps"] > 0 and abs(ph[k]["core"] + ph[k]["cache"] + ph[k]["other"] - 1) < 0.01 for k in g)
+    out.append("".join(g) + ("" if ok else "!"))
+print(",".join(out))' "$j")" "A,AB,ABC"
 finish
