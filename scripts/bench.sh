@@ -8,8 +8,8 @@
 #   .cache/bench/<stamp>/run.json       kernel, topology, versions, command, date
 #   .cache/bench/<stamp>/results.md     the tables, ratios against EEVDF
 #   .cache/bench/<stamp>/<scenario>.png one plot per scenario (gnuplot)
-#   scripts/bench.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--kernel NAME] [--out DIR]
-#   scripts/bench.sh --host [--quick] [--only ...] [--out DIR]
+#   scripts/bench.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--kernel NAME] [--out DIR]
+#   scripts/bench.sh --host [--quick] [--only ...] [--scheds ...] [--out DIR]
 # scx_bpfland comes from the crate registry, pinned in scripts/deps.sh, built once into
 # .cache/peers. TCG models no caches: throughput and CPU per Gbit/s here are mostly the
 # emulator; placement, migrations and BPF cost are the findings (results.md says so).
@@ -24,7 +24,8 @@ while (($#)); do
 	case $1 in
 	--host) host=1; shift ;;
 	--quick) quick=--quick; shift ;;
-	--only) only=(--only "$2"); shift 2 ;;
+	--only) only+=(--only "$2"); shift 2 ;;
+	--scheds) only+=(--scheds "$2"); shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	*) sed -n '4,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;

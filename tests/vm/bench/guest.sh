@@ -5,7 +5,12 @@
 # papers' experiments, each under every scheduler in one boot, one JSON object per (scenario,
 # scheduler) appended to $VM_OUT/bench.jsonl. Schedulers: eevdf, eevdf-rfs (RFS on:
 # rps_sock_flow_entries 32768, rps_flow_cnt 4096 per receive queue), scx_bpfland (when
-# MIAMI_BPFLAND names its binary), scx_miami (default flags).
+# MIAMI_BPFLAND names its binary), scx_miami (default flags), eevdf-pin: EEVDF with each
+# measured task pinned (taskset) to the CPU where it ran most under scx_miami in the run just
+# before, which tells the emulator's share of a throughput loss from our own (issue 14 §5):
+# under TCG, tasks packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the
+# loader and cross-CPU kicks cost only under scx_miami. Not in table3, whose processes start
+# and stop inside the run.
 #
 #   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N]
 #
@@ -75,7 +80,7 @@ out=${VM_OUT:-/tmp}/bench.jsonl
 secs=${secs:-$((quick ? 5 : 10))}
 scheds=(eevdf eevdf-rfs)
 [[ -n ${MIAMI_BPFLAND:-} && -x ${MIAMI_BPFLAND:-} ]] && scheds+=(bpfland)
-scheds+=(miami)
+scheds+=(miami eevdf-pin)
 [[ -z $only_scheds ]] || IFS=, read -ra scheds <<<"$only_scheds"
 if ((quick)); then
 	scenarios=(mix-1)
@@ -161,7 +166,19 @@ start() {
 	eevdf-rfs) rfs on; SCHED_PID= ;;
 	bpfland) MIAMI_BIN=$MIAMI_BPFLAND SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 sched_start ;;
 	miami) sched_start ;;
+	eevdf-pin) SCHED_PID= ;;
 	esac
+}
+# eevdf-pin: pin measured task i (srv order) to the CPU it ran on most under scx_miami in this
+# scenario (/tmp/pin-SC.txt, one CPU per line, written after scx_miami's run).
+pin_like_miami() { # scenario, PIDs
+	local sc=$1 i=0 cpu
+	shift
+	for p in "$@"; do
+		i=$((i + 1))
+		cpu=$(sed -n "${i}p" "/tmp/pin-$sc.txt")
+		[[ -n $cpu ]] && taskset -a -p -c "$cpu" "$p" >/dev/null
+	done
 }
 stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; }; rfs off; }
 # Pin the NICs' receive IRQs for configuration $1, by LLC: 2n = the second CPU of the first
@@ -204,7 +221,7 @@ acked_by_pid() {
 # the acknowledged bytes around it: /tmp/t3-p{1,2,3}.json, /tmp/t3-{a,b}{1,2,3}.txt, the
 # probe's span in /tmp/t3-dt{1,2,3}; the five PIDs (A A B B C) in /tmp/t3-pids.
 table3_phases() {
-	local a1 a2 b1 b2 c ph pids t0
+	local a1 a2 b1 b2 c t0
 	phase() { # $1 = phase, $2 = its PIDs, $3 = probe seconds
 		sleep 3
 		acked_by_pid >"/tmp/t3-a$1.txt"; t0=$(date +%s.%N)
@@ -243,6 +260,7 @@ run() {
 	*) irq=2n; n=2 ;;
 	esac
 	[[ $sc != microtx-* ]] || { dir=tx; rev=(-R); }
+	[[ $s != eevdf-pin || -s /tmp/pin-$sc.txt ]] || { log "$sc: no eevdf-pin run, no scx_miami placement to copy"; return 0; }
 	irqs "$irq" || { log "$sc: skipped, no CPUs for IRQ configuration $irq here"; return 0; }
 	start "$s"
 	[[ $sc == web ]] && n=0
@@ -263,6 +281,7 @@ run() {
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	((n)) && wait_streaming "${srv[@]}"
+	[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "${srv[@]}"
 	local ca=$IRQ_CPU_A cb=$IRQ_CPU_B
 	[[ $irq != all && $irq != irqb ]] || { ca=$(first_cpu "$IRQ_A"); cb=$(first_cpu "$IRQ_B"); irq_cpus=$(irq_cpus_now); }
 	for ((i = 0; i < n; i++)); do
@@ -277,6 +296,7 @@ run() {
 		lighttpd -D -f /tmp/lighttpd.conf & web=$!
 		sleep 0.5
 		srv=("$web"); irqof=(--irq-cpu-of "$web=$ca")
+		[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "$web"
 		# The CSV is written on the client side (the peer's /tmp on a real host) and
 		# fetched below under another name (here both sides share /tmp).
 		"${CLI_EXEC[@]}" ab -q -t "$secs" -n 10000000 -c 4 -e /tmp/ab-peer.csv "http://$ADDR_A_SRV/index.html" >/tmp/ab.out 2>&1 &
@@ -323,6 +343,13 @@ run() {
 			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
 	fi
 	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "$ca" "$cb")
+	if [[ $s == miami && $sc != table3 ]]; then # for eevdf-pin: each task's most used CPU
+		python3 -c 'import json, sys
+p = json.load(open("/tmp/probe.json"))["pids"]
+for pid in sys.argv[1:]:
+    c = p.get(pid, {}).get("cpu") or {}
+    print(max(c, key=c.get) if c else "")' "${srv[@]}" >"/tmp/pin-$sc.txt" 2>/dev/null || rm -f "/tmp/pin-$sc.txt"
+	fi
 	cpu1=$(proc_cpu_s); rx1=$(nic_bytes $dir)
 	[[ -z $irq_cpus ]] || irq_cpus="$irq_cpus -> $(irq_cpus_now)"
 	[[ -z $IRQB_PID ]] || { kill "$IRQB_PID"; wait "$IRQB_PID" 2>/dev/null || true; }

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Issue #14: `make bench --quick` in the suite's own boot. The harness (tests/vm/bench/guest.sh
-# --quick: the bulk+ping-pong mix, under EEVDF, EEVDF+RFS and scx_miami; 352 s in CI with the
-# micro-benchmark too) must work end to end and its numbers must be sane
+# --quick: the bulk+ping-pong mix, under EEVDF, EEVDF+RFS, scx_miami and EEVDF with the
+# receivers pinned where scx_miami ran them; 352 s in CI with the micro-benchmark too) must
+# work end to end and its numbers must be sane
 # (tests/vm/bench/render.py --check): every scheduler present in every scenario, no zero
 # throughput, request or transaction rate, placement shares summing to 1. It asserts no
 # performance: that is `make bench`'s to print. Without scx_bpfland, which `make bench` adds:
@@ -46,7 +47,20 @@ else
 	fail "bench --quick: $(grep -c '^FAIL' /tmp/bench-check.txt) problems"
 fi
 grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check.txt
-check_eq "runs (1 scenario, 3 schedulers)" "$(wc -l <"$out/bench.jsonl")" 3
+check_eq "runs (1 scenario, 4 schedulers)" "$(wc -l <"$out/bench.jsonl")" 4
+# eevdf-pin pins each receiver to the CPU where it ran most under scx_miami (/tmp/pin-mix-1.txt,
+# in receiver order; their IRQ CPUs are 1 and 5 here). Pinned, each one's runtime falls in the
+# tier of that CPU alone: core if it is the receiver's IRQ CPU, cache if it shares its LLC
+# (0-3 or 4-7), else other. The expected shares are half per receiver (a hand derivation from
+# the pins, not from the run); the measured ones must be within 0.1 each.
+check_eq "eevdf-pin: placement of the pinned receivers as their pins imply" "$(python3 -c 'import json, sys
+pins = [int(l) for l in open("/tmp/pin-mix-1.txt")]
+want = {"core": 0.0, "cache": 0.0, "other": 0.0}
+for cpu, irq in zip(pins, (1, 5)):
+    want["core" if cpu == irq else "cache" if cpu // 4 == irq // 4 else "other"] += 0.5
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scheduler"] == "eevdf-pin"][0]
+got = r["placement"]
+print("ok" if all(abs(got[k] - want[k]) <= 0.1 for k in want) else f"pins {pins}: want {want}, got {got}")' "$out/bench.jsonl")" ok
 
 # The paths of the harness the mix does not take, under scx_miami alone, 5 s windows: the
 # IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases.
@@ -55,7 +69,7 @@ mkdir -p "$out2"
 VM_OUT=$out2 "$(dirname "$0")/../bench/guest.sh" --only micro-irqb-8,microtx-2n-8,table3 --scheds miami --secs 5 |
 	tee /tmp/bench-paths.log
 echo '{"command": "t_bench (guest.sh --only micro-irqb-8,microtx-2n-8,table3)"}' >"$out2/run.json"
-if python3 "$(dirname "$0")/../bench/render.py" "$out2" --check >/tmp/bench-check2.txt 2>&1; then
+if python3 "$(dirname "$0")/../bench/render.py" "$out2" --check --want miami >/tmp/bench-check2.txt 2>&1; then
 	pass "bench irqb, tx, table3: sane"
 else
 	fail "bench irqb, tx, table3: $(grep -c '^FAIL' /tmp/bench-check2.txt) problems"
