@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC and tier, network room on a CPU,
- * the CPUs a task may run on (and a mask narrowed to them), and the non-IRQ CPUs where
- * non-network work goes.
+ * the CPUs a task may run on (and a mask narrowed to them), the non-IRQ CPUs where
+ * non-network work goes, and whether dispatch() may steal the head of a CPU's DSQ.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc, llc_overloaded,
  * net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so that
@@ -219,6 +219,35 @@ static bool is_irq_cpu(s32 cpu)
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
 	return cpuc && cpuc->is_irq;
+}
+
+/*
+ * Is the head of per-CPU DSQ @dsq a network task queued on its own IRQ CPU? pick_net_cpu() put
+ * it there by its class's rules, to wait for the core tier (which the paper gets by pinning the
+ * task): a sibling that takes it trades that tier for the few hundred microseconds the IRQ CPU
+ * spends on softirq work or on another task's slice. The IRQ CPU runs it next by vtime; should
+ * that CPU stay taken (a pinned kernel thread that does not sleep runs before any DSQ),
+ * siblings may take it after two slices, so it cannot starve.
+ */
+static bool head_waits_for_core(s32 dsq)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(dsq);
+	struct task_struct *head;
+
+	if (!cpuc || !cpuc->core_waiter)
+		return false;
+	if (bpf_ktime_get_ns() - cpuc->core_wait_ns > 2 * slice_ns)
+		return false;
+	head = __COMPAT_scx_bpf_dsq_peek(dsq);
+	return head && head->pid == cpuc->core_waiter;
+}
+
+/* Move the head of per-CPU DSQ @dsq to this CPU if it may run here and does not wait for it. */
+static bool steal_from(s32 dsq)
+{
+	if (!scx_bpf_dsq_nr_queued(dsq) || head_waits_for_core(dsq))
+		return false;
+	return scx_bpf_dsq_move_to_local(dsq, 0);
 }
 
 #endif /* __MIAMI_CPUS_BPF_H */
