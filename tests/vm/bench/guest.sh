@@ -172,7 +172,7 @@ start() {
 # eevdf-pin: pin measured task i (srv order) to the CPU it ran on most under scx_miami in this
 # scenario (/tmp/pin-SC.txt, one CPU per line, written after scx_miami's run).
 pin_like_miami() { # scenario, PIDs
-	local sc=$1 i=0 cpu
+	local sc=$1 i=0 cpu p
 	shift
 	for p in "$@"; do
 		i=$((i + 1))
