@@ -212,38 +212,6 @@ cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5
 # Bytes the server NICs received ($1 = rx) or sent (tx) so far.
 nic_bytes() { echo $(($(cat "/sys/class/net/$NIC_A/statistics/$1_bytes") + $(cat "/sys/class/net/$NIC_B/statistics/$1_bytes"))); }
 irq_cpus_now() { echo "A:$(cat "/proc/irq/$IRQ_A/effective_affinity_list") B:$(cat "/proc/irq/$IRQ_B/effective_affinity_list")"; }
-# Acknowledged bytes per pacer process on port 7001 so far: "PID BYTES" lines (table3).
-acked_by_pid() {
-	ss -tinpH 'dport = :7001' | awk '/users:/ { match($0, /pid=[0-9]+/); pid = substr($0, RSTART + 4, RLENGTH - 4) }
-		/bytes_acked:/ { match($0, /bytes_acked:[0-9]+/); print pid, substr($0, RSTART + 12, RLENGTH - 12) }'
-}
-# Table III's three phases (table3): the probe over each phase's processes against CPU 0, with
-# the acknowledged bytes around it: /tmp/t3-p{1,2,3}.json, /tmp/t3-{a,b}{1,2,3}.txt, the
-# probe's span in /tmp/t3-dt{1,2,3}; the five PIDs (A A B B C) in /tmp/t3-pids.
-table3_phases() {
-	local a1 a2 b1 b2 c t0
-	phase() { # $1 = phase, $2 = its PIDs, $3 = probe seconds
-		sleep 3
-		acked_by_pid >"/tmp/t3-a$1.txt"; t0=$(date +%s.%N)
-		$PROBE --pids "$2" --irq-cpu "$IRQ_CPU_A" --duration "$3" --hz 100 --probe-cpu "$PROBE_CPU" \
-			--trace --json >"/tmp/t3-p$1.json" 2>/tmp/probe.err || true
-		acked_by_pid >"/tmp/t3-b$1.txt"
-		python3 -c "import time; print(time.time() - $t0)" >"/tmp/t3-dt$1"
-		sleep 1
-	}
-	# bg: killed at exit also when a run fails half-way (on a real host too).
-	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a1=$BG_PID
-	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a2=$BG_PID
-	phase 1 "$a1,$a2" 4
-	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b1=$BG_PID
-	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b2=$BG_PID
-	phase 2 "$a1,$a2,$b1,$b2" 4
-	bg "$PACER" send "$ADDR_A_CLI" 7001 0 3600 64 >/dev/null; c=$BG_PID
-	phase 3 "$a1,$a2,$b1,$b2,$c" 6
-	kill "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
-	wait "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
-	echo "$a1 $a2 $b1 $b2 $c" >/tmp/t3-pids
-}
 # Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
 softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
 # The scheduler process's own CPU time so far, in s.
@@ -337,7 +305,7 @@ run() {
 	local probe_opts=(--hz 100)
 	[[ $sc == web ]] && probe_opts=(--trace --runs)
 	if [[ $sc == table3 ]]; then
-		table3_phases
+		table3_run t3 "$IRQ_CPU_A"
 	else
 		$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
 			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
@@ -394,7 +362,7 @@ except (ValueError, KeyError, OSError, TypeError):
     r["placement"] = None
 if not sum((r["placement"] or {}).values()):
     # No placement: what the probe said (its summary, or its error).
-    r["probe_said"] = open("/tmp/probe.err").read()[-400:]
+    r["probe_said"] = open("/tmp/t3-p3.txt" if sc == "table3" else "/tmp/probe.err").read()[-400:]
 if sc == "table3":
     # Per phase, per group (A, B, C): runtime-weighted tiers and kbit/s acknowledged.
     pids = open("/tmp/t3-pids").read().split()

@@ -389,6 +389,16 @@ vm_reset() {
 #                        extra iperf3 -s options (e.g. "-i 0"); RECEIVERS_READY: a command run
 #                        with LABEL once they stream, before the probe (t_place_hogs: the hogs)
 # stats_total NAME       NAME in the totals that scx_miami logs when it stops ($SCHED_LOG)
+# table3_run LABEL IRQ_CPU
+#                        the paper's Table III phases (t_table3 says how they are scaled to TCG),
+#                        64-byte sends to the pacer sink on $ADDR_A_CLI:7001 (started by the
+#                        caller): two A processes (sleeping 2500 us between sends) from t=0, two B
+#                        (1000 us) from t~8 s, one bulk C from t~16 s. Per phase N: the traced
+#                        probe of that phase's processes against IRQ_CPU for 4, 4, 6 s
+#                        (/tmp/LABEL-pN.json, its summary in /tmp/LABEL-pN.txt), acknowledged
+#                        bytes per PID before and after it (/tmp/LABEL-aN.txt, -bN.txt: "PID
+#                        BYTES" lines) and its span in s (/tmp/LABEL-dtN); the PIDs A A B B C in
+#                        /tmp/LABEL-pids
 # wait_streaming PID...  wait (at most 30 s) until every iperf3 server PID has its stream
 #                        thread (iperf3 >= 3.16: one thread per stream); logs how many do
 PACER=$VM_TOP/target/tools/pacer
@@ -480,4 +490,34 @@ for p in json.load(sys.stdin):
 }
 stats_total() {
 	awk -v n="$1" '/totals since start/ { t = 1 } t && $1 == n { v = $2 } END { print v + 0 }' "$SCHED_LOG"
+}
+# Acknowledged bytes per process on port 7001 so far: "PID BYTES" lines (table3_run).
+acked_by_pid() {
+	ss -tinpH 'dport = :7001' | awk '/users:/ { match($0, /pid=[0-9]+/); pid = substr($0, RSTART + 4, RLENGTH - 4) }
+		/bytes_acked:/ { match($0, /bytes_acked:[0-9]+/); print pid, substr($0, RSTART + 12, RLENGTH - 12) }'
+}
+_table3_phase() { # label, phase, its PIDs, probe seconds, IRQ CPU
+	local t0
+	sleep 3
+	acked_by_pid >"/tmp/$1-a$2.txt"; t0=$EPOCHREALTIME
+	$PROBE --pids "$3" --irq-cpu "$5" --duration "$4" --hz 100 --probe-cpu "$PROBE_CPU" \
+		--trace --json >"/tmp/$1-p$2.json" 2>"/tmp/$1-p$2.txt" || true
+	acked_by_pid >"/tmp/$1-b$2.txt"
+	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }' >"/tmp/$1-dt$2"
+	sleep 1
+}
+table3_run() {
+	local label=$1 irq_cpu=$2 a1 a2 b1 b2 c
+	# bg: killed at exit also when a run fails half-way (on a real host too).
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a1=$BG_PID
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a2=$BG_PID
+	_table3_phase "$label" 1 "$a1,$a2" 4 "$irq_cpu"
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b1=$BG_PID
+	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b2=$BG_PID
+	_table3_phase "$label" 2 "$a1,$a2,$b1,$b2" 4 "$irq_cpu"
+	bg "$PACER" send "$ADDR_A_CLI" 7001 0 3600 64 >/dev/null; c=$BG_PID
+	_table3_phase "$label" 3 "$a1,$a2,$b1,$b2,$c" 6 "$irq_cpu"
+	kill "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
+	wait "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
+	echo "$a1 $a2 $b1 $b2 $c" >"/tmp/$label-pids"
 }

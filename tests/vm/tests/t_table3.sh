@@ -36,29 +36,11 @@ sleep 0.5
 # each interval in which a thread moved half/half: C's ~20 migrations in phase 3 could put about
 # a tenth of its runtime on the wrong CPU. One sampled run gave 76.4% (earlier 94.4-99.4%); the
 # first traced one 96.9%.
-# $1 = label. Runs the three phases; probes 4 s of phases 1 and 2 and 6 s of phase 3.
+# $1 = label. Runs the three phases (lib.sh's table3_run, which the bench's table3 runs too);
+# probes 4 s of phases 1 and 2 and 6 s of phase 3.
 scenario() {
-	local label=$1 a1 a2 b1 b2 c
-	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 120 64 >"/tmp/$label-A1.out" & a1=$!
-	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 120 64 >"/tmp/$label-A2.out" & a2=$!
-	sleep 3
-	$PROBE --pids "$a1,$a2" --irq-cpu 0 --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
-		--trace --json >"/tmp/$label-p1.json" 2>"/tmp/$label-p1.txt" || true
-	sleep 1
-	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 120 64 >"/tmp/$label-B1.out" & b1=$!
-	PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 120 64 >"/tmp/$label-B2.out" & b2=$!
-	sleep 3
-	$PROBE --pids "$a1,$a2,$b1,$b2" --irq-cpu 0 --duration 4 --hz 100 --probe-cpu "$PROBE_CPU" \
-		--trace --json >"/tmp/$label-p2.json" 2>"/tmp/$label-p2.txt" || true
-	sleep 1
-	"$PACER" send "$ADDR_A_CLI" 7001 0 120 64 >"/tmp/$label-C.out" & c=$!
-	sleep 3
-	$PROBE --pids "$a1,$a2,$b1,$b2,$c" --irq-cpu 0 --duration 6 --hz 100 --probe-cpu "$PROBE_CPU" \
-		--trace --json >"/tmp/$label-p3.json" 2>"/tmp/$label-p3.txt" || true
-	kill "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
-	wait "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
-	echo "$a1 $a2 $b1 $b2 $c" >"/tmp/$label-pids"
-	for p in 1 2 3; do echo "--- $label, phase $p:"; cat "/tmp/$label-p$p.txt"; done
+	table3_run "$1" 0
+	for p in 1 2 3; do echo "--- $1, phase $p:"; cat "/tmp/$1-p$p.txt"; done
 }
 
 scenario eevdf
