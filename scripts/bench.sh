@@ -3,7 +3,8 @@
 #
 # `make bench`: the papers' experiments in the default test guest, under EEVDF, EEVDF with RFS,
 # scx_bpfland and scx_miami in one boot (tests/vm/bench/guest.sh says what runs and what is
-# measured), then a table and plots:
+# measured), Table II's four-NIC configurations (micro-4s-*, micro-4n-*) in a second guest with
+# four LLCs of two CPUs and four NIC pairs, then a table and plots:
 #   .cache/bench/<stamp>/bench.jsonl    one JSON object per (scenario, scheduler)
 #   .cache/bench/<stamp>/run.json       kernel, topology, versions, command, date
 #   .cache/bench/<stamp>/results.md     the tables, ratios against EEVDF
@@ -19,18 +20,33 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-quick= only=() kernel=default out= host=
+quick= only=() scheds=() kernel=default out= host= scenarios=
 while (($#)); do
 	case $1 in
 	--host) host=1; shift ;;
 	--quick) quick=--quick; shift ;;
-	--only) only+=(--only "$2"); shift 2 ;;
-	--scheds) only+=(--scheds "$2"); shift 2 ;;
+	--only) scenarios=$2; shift 2 ;;
+	--scheds) scheds=(--scheds "$2"); shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) sed -n '4,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
+# Which boots: the default guest (two NICs) and the four-NIC one, each with its scenarios of
+# --only, or its own defaults without --only (--quick: the default guest only).
+only2=() only4=() boots=(2)
+[[ -n $quick ]] || boots=(2 4)
+if [[ -n $scenarios ]]; then
+	IFS=, read -ra names <<<"$scenarios"
+	s2= s4=
+	for n in "${names[@]}"; do
+		if [[ $n =~ ^micro(tx)?-4[sn]-[0-9]+$ ]]; then s4+=${s4:+,}$n; else s2+=${s2:+,}$n; fi
+	done
+	only=(--only "$scenarios") boots=()
+	[[ -z $s2 ]] || { only2=(--only "$s2"); boots+=(2); }
+	[[ -z $s4 ]] || { only4=(--only "$s4"); boots+=(4); }
+fi
+only+=("${scheds[@]}")
 peers=$top/.cache/peers
 [[ -x $peers/bin/scx_bpfland ]] || scripts/deps.sh --no-kernels --peers
 BPFLAND_VERSION=$("$peers/bin/scx_bpfland" --version 2>/dev/null | awk '{ print $2 }')
@@ -49,9 +65,17 @@ if [[ -n $host ]]; then
 	VM_TOP=$top VM_OUT=$out MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/bench/guest.sh $quick "${only[@]}" |
 		tee "$out/console.log"
 else
-	MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" --timeout 5400 \
-		--log "$out/console.log" -- tests/vm/bench/guest.sh $quick "${only[@]}"
-	cp "$top/.cache/vm-out/$kernel/bench.jsonl" "$out/"
+	: >"$out/bench.jsonl"
+	for nics in "${boots[@]}"; do
+		if ((nics == 4)); then
+			topo=(--topo llc4 --nics 4) sel=("${only4[@]}") log=console-4nic.log
+		else
+			topo=() sel=("${only2[@]}") log=console.log
+		fi
+		MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" "${topo[@]}" \
+			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}"
+		cat "$top/.cache/vm-out/$kernel/bench.jsonl" >>"$out/bench.jsonl"
+	done
 fi
 python3 - "$out" "$kernel" "$quick" "$((SECONDS - t0))" "$BPFLAND_VERSION" "${only[@]}" <<'PY'
 import json, os, platform, subprocess, sys, datetime
@@ -66,7 +90,7 @@ meta = {
     "command": " ".join(["scripts/bench.sh", quick] + sys.argv[6:]).replace("  ", " "), "kernel": kernel,
     "kernel_version": platform.release() if kernel == "host" else sh("scripts/kernels.sh", "path", kernel),
     "guest": (f"none: this host, NICs {os.environ.get('MIAMI_BENCH_NICS')} to {os.environ.get('MIAMI_BENCH_PEER')}"
-              if kernel == "host" else "8 vCPUs, LLCs 0-3 / 4-7, 2 virtio-net pairs, qemu TCG"),
+              if kernel == "host" else "8 vCPUs, LLCs 0-3 / 4-7, 2 virtio-net pairs, qemu TCG; micro-4*: 8 vCPUs, LLCs 0-1 / 2-3 / 4-5 / 6-7, 4 virtio-net pairs"),
     "host": f"{os.cpu_count()} CPUs, {platform.release()}",
     "scx_miami": sh("target/release/scx_miami", "--version"),
     "scx_bpfland": bpfland, "secs": int(secs),

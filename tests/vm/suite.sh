@@ -18,6 +18,8 @@
 # Adding a test = one line in TESTS below: "<script in tests/vm/tests/>  <kernels...>"
 # where kernels are names from KERNELS, or "default" (the default kernel only), or "all", or
 # "optin" (the default kernel, only when --only names it: tests behind their own make target).
+# A test that needs another guest adds "| <run.sh options>" (e.g. "| --topo llc4 --nics 4"):
+# the tests with the same options share a boot of their own, after the default boot.
 set -euo pipefail
 
 KERNELS=(7.3 7.2 6.12)
@@ -57,6 +59,8 @@ TESTS=(
 	"t_observe.sh         default"
 	"t_overload.sh        default"
 	"t_bench.sh           default"
+	# Table II's 4S/4N path of the bench, in a guest with four LLCs and four NIC pairs.
+	"t_bench_4nic.sh      default | --topo llc4 --nics 4"
 	# Last: it removes a NIC's PCI function and rescans; once the next test found no client
 	# NIC for 30 s after it.
 	"t_nic_hotplug.sh     default"
@@ -98,31 +102,17 @@ tcg_int3() {
 
 default_dir=$("$top/scripts/kernels.sh" dir default 2>/dev/null || true)
 passed=0 failed=0 recap=() retried=()
-for k in "${KERNELS[@]}"; do
-	[[ -z $only_kernel || $only_kernel == "$k" ]] || continue
-	if ! kdir=$("$top/scripts/kernels.sh" dir "$k" 2>/dev/null); then
-		echo "SKIP  kernel $k: not cached (scripts/kernels.sh fetch)"
-		continue
-	fi
-	tests=()
-	for line in "${TESTS[@]}"; do
-		read -r t ks <<<"$line"
-		# MIAMI_EVERY_KERNEL=t_a,t_b: those run on every kernel (make soak's long forms).
-		[[ ",${MIAMI_EVERY_KERNEL:-}," != *",${t%.sh},"* ]] || ks=all
-		[[ -z $only_test || ",$only_test," == *",${t%.sh},"* ]] || continue
-		for kk in $ks; do
-			[[ $kk != optin || -n $only_test ]] || continue
-			if [[ $kk == all || $kk == "$k" || ($kk == default || $kk == optin) && $kdir == "$default_dir" ]]; then
-				tests+=("$t"); break
-			fi
-		done
-	done
-	((${#tests[@]})) || { echo "--- kernel $k: no tests selected" >&2; continue; }
-	log=$top/.cache/vm-logs/suite-$k.log
-	echo "--- kernel $k: ${tests[*]}" >&2
+# Boot kernel $1 with run.sh options $2 (a string, may be empty) for the tests after them, print
+# a line per test and count them; the log is $3.
+boot_tests() {
+	local k=$1 opts=$2 log=$3 todo logs=() attempt=0 alog rc left t name r res secs re
+	local bopts
+	shift 3
+	read -ra bopts <<<"$opts"
+	echo "--- kernel $k${opts:+ ($opts)}: $*" >&2
 	# One boot for all tests; after the TCG int3 trap (at most twice) a new boot runs the tests
 	# that have no result yet, the interrupted one among them.
-	todo=("${tests[@]}") logs=() attempt=0
+	todo=("$@")
 	while :; do
 		alog=$log
 		((attempt)) && alog=${log%.log}.retry$attempt.log
@@ -130,7 +120,7 @@ for k in "${KERNELS[@]}"; do
 		set +e
 		# The VM gets 480 s per test; one test may use up to 720 s of that. t_place_hogs
 		# (8 hogs on 8 vCPUs under TCG) took 288-514 s in earlier runs.
-		"$top/tests/vm/run.sh" --kernel "$k" --log "$alog" "${verbose[@]}" \
+		"$top/tests/vm/run.sh" --kernel "$k" "${bopts[@]}" --log "$alog" "${verbose[@]}" \
 			--timeout $((120 + 480 * ${#todo[@]})) -- "$top/tests/vm/guest/runall.sh" \
 			--timeout 720 "${todo[@]}"
 		rc=$?
@@ -146,7 +136,7 @@ for k in "${KERNELS[@]}"; do
 		fi
 		break
 	done
-	for t in "${tests[@]}"; do
+	for t in "$@"; do
 		name=${t%.sh}
 		r=$(cat "${logs[@]}" | grep -a "^vm-result: $name " | tail -n1 || true)
 		re='vm-result: [^ ]+ (PASS|FAIL) rc=([0-9]+) secs=([0-9.]+)'
@@ -170,6 +160,44 @@ for k in "${KERNELS[@]}"; do
 		printf '%-5s %-24s %-5s %s\n' FAIL "$([[ $rc == 3 ]] && echo console || echo timeout)" "$k" "see $log"
 		failed=$((failed + 1))
 	fi
+}
+for k in "${KERNELS[@]}"; do
+	[[ -z $only_kernel || $only_kernel == "$k" ]] || continue
+	if ! kdir=$("$top/scripts/kernels.sh" dir "$k" 2>/dev/null); then
+		echo "SKIP  kernel $k: not cached (scripts/kernels.sh fetch)"
+		continue
+	fi
+	# The tests of each boot, by "." and run.sh options ("." = the default guest, first): an
+	# associative array takes no empty key.
+	declare -A group=()
+	order=("")
+	for line in "${TESTS[@]}"; do
+		opts=
+		[[ $line != *"|"* ]] || { opts=$(xargs <<<"${line#*|}"); line=${line%%|*}; }
+		read -r t ks <<<"$line"
+		# MIAMI_EVERY_KERNEL=t_a,t_b: those run on every kernel (make soak's long forms).
+		[[ ",${MIAMI_EVERY_KERNEL:-}," != *",${t%.sh},"* ]] || ks=all
+		[[ -z $only_test || ",$only_test," == *",${t%.sh},"* ]] || continue
+		for kk in $ks; do
+			[[ $kk != optin || -n $only_test ]] || continue
+			if [[ $kk == all || $kk == "$k" || ($kk == default || $kk == optin) && $kdir == "$default_dir" ]]; then
+				[[ -v group[.$opts] ]] || { [[ -z $opts ]] || order+=("$opts"); }
+				group[.$opts]+="$t "
+				break
+			fi
+		done
+	done
+	n=0
+	for opts in "${order[@]}"; do
+		[[ -n ${group[.$opts]:-} ]] || continue
+		n=$((n + 1))
+		log=$top/.cache/vm-logs/suite-$k.log
+		[[ -z $opts ]] || log=$top/.cache/vm-logs/suite-$k-$(tr -c 'a-z0-9\n' - <<<"${opts//--/}").log
+		# shellcheck disable=SC2086
+		boot_tests "$k" "$opts" "$log" ${group[.$opts]}
+	done
+	((n)) || echo "--- kernel $k: no tests selected" >&2
+	unset group
 done
 if ((${#recap[@]})); then
 	echo "--- failed:"

@@ -28,8 +28,12 @@
 #                     decides (Table II's IrqB; started on the full mask with --interval 1,
 #                     each receiver's core is its IRQ's CPU at each moment). n = 8, 16, 32.
 #                     micro-2n-16 against micro-irqb-16 is the kirqd paper's question, pinned
-#                     against balanced IRQs under saturating traffic. 4S/4N need four IRQ CPUs
-#                     in four LLCs, which this two-NIC, two-LLC guest does not have.
+#                     against balanced IRQs under saturating traffic.
+#                     With four NICs (a quarter of the receivers on each): 4n = one IRQ CPU in
+#                     each of four LLCs (0, 2, 4, 6), 4s = two pairs of IRQ CPUs, each pair
+#                     sharing an LLC (0, 1 and 2, 3): Table II's 4N and 4S. scripts/bench.sh
+#                     runs them, n = 16, in a guest of its own: four LLCs of two CPUs, four NIC
+#                     pairs.
 #   microtx-<irq>-<n> the same with the server sending (iperf3 -R): n senders, whose ACKs and
 #                     transmit completions come in on their NIC's IRQ CPU; throughput is the
 #                     server NICs' transmitted bytes.
@@ -48,7 +52,7 @@
 #                     t~16 s. Per phase and process group: placement against CPU 0 and kbit/s
 #                     acknowledged (ss); the row's placement and C kbit/s are C's in phase 3.
 # On a real host (scripts/bench.sh --host, docs/benchmarks.md) the same runs use the NICs in
-# MIAMI_BENCH_NICS (two, one receive IRQ each), the client side is the command in
+# MIAMI_BENCH_NICS (two, or four for 4s/4n; one receive IRQ each), the client side is the command in
 # MIAMI_BENCH_PEER (for example "ssh root@peer"; here "ip netns exec cli") reaching this host at
 # MIAMI_BENCH_PEER_ADDRS' addresses, the IRQ CPUs come from the host's LLCs (in the guest, the
 # CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
@@ -82,11 +86,21 @@ scheds=(eevdf eevdf-rfs)
 [[ -n ${MIAMI_BPFLAND:-} && -x ${MIAMI_BPFLAND:-} ]] && scheds+=(bpfland)
 scheds+=(miami eevdf-pin)
 [[ -z $only_scheds ]] || IFS=, read -ra scheds <<<"$only_scheds"
+# Four-NIC scenarios (micro-4s-*, micro-4n-*: Table II's 4S and 4N) run where there are four
+# NIC pairs: a --nics 4 guest (scripts/bench.sh boots one, with four LLCs, for them alone) or a
+# host given four NICs; the others use pairs A and B.
+scenarios2=(micro-2n-8 micro-2s-8 micro-rr-8 micro-zero-8 micro-all-8 micro-2n-16 micro-irqb-16
+	micro-2n-32 microtx-2n-8 mix-1 mix-4 web overload table3)
+scenarios4=(micro-4s-16 micro-4n-16)
 if ((quick)); then
 	scenarios=(mix-1)
+elif [[ -n ${MIAMI_BENCH_NICS:-} ]]; then
+	scenarios=("${scenarios2[@]}")
+	[[ $MIAMI_BENCH_NICS != *,*,*,* ]] || scenarios+=("${scenarios4[@]}")
+elif [[ ${VM_NICS:-2} == 4 ]]; then
+	scenarios=("${scenarios4[@]}")
 else
-	scenarios=(micro-2n-8 micro-2s-8 micro-rr-8 micro-zero-8 micro-all-8 micro-2n-16 micro-irqb-16
-		micro-2n-32 microtx-2n-8 mix-1 mix-4 web overload table3)
+	scenarios=("${scenarios2[@]}")
 fi
 [[ -z $only ]] || IFS=, read -ra scenarios <<<"$only"
 # The K-th CPU (from 0) of the L-th LLC (from 0, by first CPU), or nothing.
@@ -101,19 +115,24 @@ llc_cpu() {
 # A real host: the NICs, addresses and peer given, each NIC's one receive IRQ, and what this
 # harness changes put back at exit.
 host_net() {
-	local bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} n irq f
-	IFS=, read -r NIC_A NIC_B <<<"$MIAMI_BENCH_NICS"
+	local bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} n irq f i nics addrs said=()
+	IFS=, read -ra nics <<<"$MIAMI_BENCH_NICS"
+	IFS=, read -ra addrs <<<"${MIAMI_BENCH_PEER_ADDRS:-}"
 	! pgrep -x irqbalance >/dev/null || {
 		echo "guest.sh: irqbalance runs here and would move the IRQs these runs pin: stop it first (systemctl stop irqbalance); micro-irqb-* starts its own" >&2
 		exit 2
 	}
-	IFS=, read -r ADDR_A_CLI ADDR_B_CLI <<<"${MIAMI_BENCH_PEER_ADDRS:-}"
 	read -ra CLI_EXEC <<<"${MIAMI_BENCH_PEER:-}"
-	[[ -n $NIC_B && -n $ADDR_B_CLI && ${#CLI_EXEC[@]} -gt 0 ]] || {
-		echo "guest.sh: MIAMI_BENCH_NICS=A,B, MIAMI_BENCH_PEER_ADDRS=A,B and MIAMI_BENCH_PEER are all needed" >&2
+	[[ (${#nics[@]} == 2 || ${#nics[@]} == 4) && ${#addrs[@]} == "${#nics[@]}" && ${#CLI_EXEC[@]} -gt 0 ]] || {
+		echo "guest.sh: MIAMI_BENCH_NICS=A,B (or A,B,C,D for the 4S/4N runs), MIAMI_BENCH_PEER_ADDRS with the peer's address on each, and MIAMI_BENCH_PEER are all needed" >&2
 		exit 2
 	}
-	for n in A B; do
+	PAIRS=(A B C D)
+	PAIRS=("${PAIRS[@]:0:${#nics[@]}}")
+	for i in "${!PAIRS[@]}"; do
+		n=${PAIRS[i]}
+		printf -v "NIC_$n" %s "${nics[i]}"
+		printf -v "ADDR_${n}_CLI" %s "${addrs[i]}"
 		local nic=NIC_$n
 		irq=$("$bin" --list-nics --nic "${!nic}" | awk 'NR > 1 && $3 ~ /^rx/ { print $2 }') || exit 2
 		[[ $(wc -w <<<"$irq") == 1 ]] || {
@@ -127,18 +146,24 @@ host_net() {
 		f=ADDR_${n}_SRV
 		[[ -n ${!f} ]] || { echo "guest.sh: ${!nic} has no IPv4 address" >&2; exit 2; }
 		for f in /sys/class/net/"${!nic}"/queues/rx-*/rps_flow_cnt; do on_exit "echo $(cat "$f") >$f"; done
+		f=ADDR_${n}_SRV i=ADDR_${n}_CLI irq=IRQ_$n
+		said+=("$n ${!nic}(${!f}, irq ${!irq}) <- ${!i}")
 	done
 	f=/proc/sys/net/core/rps_sock_flow_entries
 	on_exit "echo $(cat $f) >$f"
 	on_exit "sysctl -q kernel.bpf_stats_enabled=$(sysctl -n kernel.bpf_stats_enabled)"
 	PROBE_CPU=${MIAMI_BENCH_PROBE_CPU:-$(($(nproc) - 1))}
-	log "host: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- $ADDR_A_CLI; B $NIC_B($ADDR_B_SRV, irq $IRQ_B) <- $ADDR_B_CLI, via ${CLI_EXEC[*]}"
+	printf -v f '%s; ' "${said[@]}"
+	log "host: ${f%; }, via ${CLI_EXEC[*]}"
 }
 if [[ -n ${MIAMI_BENCH_NICS:-} ]]; then
 	host_net
 	on_exit "${CLI_EXEC[*]} pkill -x netserver"
 else
 	net_default
+	PAIRS=(A B)
+	# The four-LLC guest's CPU 6 takes an IRQ in 4n: the probe goes to the last CPU.
+	[[ ${VM_NICS:-2} != 4 ]] || { PAIRS=(A B C D); PROBE_CPU=$(($(nproc) - 1)); }
 fi
 bg "${CLI_EXEC[@]}" netserver -L "$ADDR_A_CLI" -p 12865 -D
 if [[ " ${scenarios[*]} " == *" table3 "* ]]; then
@@ -154,7 +179,7 @@ rfs() { # on|off
 	local v=0 q
 	[[ $1 == on ]] && v=32768
 	echo "$v" >/proc/sys/net/core/rps_sock_flow_entries
-	for q in /sys/class/net/{"$NIC_A","$NIC_B"}/queues/rx-*/rps_flow_cnt; do
+	for q in $(nic_files 'queues/rx-*/rps_flow_cnt'); do
 		echo $((v ? 4096 : 0)) >"$q"
 	done
 }
@@ -183,7 +208,12 @@ pin_like_miami() { # scenario, PIDs
 stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; }; rfs off; }
 # Pin the NICs' receive IRQs for configuration $1, by LLC: 2n = the second CPU of the first
 # and of the second LLC (1 and 5 in the guest), 2s = the second and third of the first (1, 2),
-# zero = the first CPU (0). IRQ_CPU_A/IRQ_CPU_B: the CPU each one lands on, the pinned one, not
+# zero = the first CPU (0); with four NICs, 4n = the first CPU of each of four LLCs (0, 2, 4, 6
+# in the four-LLC guest) and 4s = the first two CPUs of the first two LLCs (0, 1, 2, 3: two
+# pairs sharing a cache, as Table II's SMP server had no four cores sharing one). USE: the
+# pairs the configuration uses (A B, or A B C D). In the guest, the client NICs' IRQs of a
+# four-NIC configuration go to the CPUs its server IRQs leave free.
+# IRQ_CPU_<pair>: the CPU each one lands on, the pinned one, not
 # effective_affinity_list read back at once: x86 moves a vector at its next interrupt, so until
 # traffic flows that file names the old CPU. It once gave the probe CPUs 2 and 0 for IRQs
 # pinned to 1 and 5: the receivers read 0.05% core and 64% other tier while the scheduler
@@ -192,16 +222,35 @@ stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; 
 # change under the probe, which follows them (--irq-of). Returns 1 where the host lacks the
 # CPUs (2n with one LLC).
 irqs() {
-	IRQB_PID=
+	local p c v free
+	IRQB_PID= USE=(A B)
 	case $1 in
 	2n) IRQ_CPU_A=$(llc_cpu 0 1) IRQ_CPU_B=$(llc_cpu 1 1) ;;
 	2s) IRQ_CPU_A=$(llc_cpu 0 1) IRQ_CPU_B=$(llc_cpu 0 2) ;;
 	rr) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$(llc_cpu 0 1) ;;
 	zero) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$IRQ_CPU_A ;;
 	all | irqb) IRQ_CPU_A=0-$(($(nproc) - 1)) IRQ_CPU_B=$IRQ_CPU_A ;;
+	4n) USE=(A B C D) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$(llc_cpu 1 0) IRQ_CPU_C=$(llc_cpu 2 0) IRQ_CPU_D=$(llc_cpu 3 0) ;;
+	4s) USE=(A B C D) IRQ_CPU_A=$(llc_cpu 0 0) IRQ_CPU_B=$(llc_cpu 0 1) IRQ_CPU_C=$(llc_cpu 1 0) IRQ_CPU_D=$(llc_cpu 1 1) ;;
 	esac
-	[[ -n $IRQ_CPU_A && -n $IRQ_CPU_B ]] || return 1
-	pin_irq "$IRQ_A" "$IRQ_CPU_A"; pin_irq "$IRQ_B" "$IRQ_CPU_B"
+	((${#USE[@]} <= ${#PAIRS[@]})) || return 1
+	for p in "${USE[@]}"; do
+		v=IRQ_CPU_$p
+		[[ -n ${!v} ]] || return 1
+	done
+	for p in "${USE[@]}"; do
+		v=IRQ_CPU_$p c=IRQ_$p
+		pin_irq "${!c}" "${!v}"
+	done
+	if ((${#USE[@]} == 4)) && [[ -n ${IRQ_A_CLI:-} ]]; then
+		free=($(for c in $(seq 0 $(($(nproc) - 1))); do
+			[[ " $IRQ_CPU_A $IRQ_CPU_B $IRQ_CPU_C $IRQ_CPU_D " == *" $c "* ]] || echo "$c"; done))
+		for p in A B C D; do
+			v=IRQ_${p}_CLI
+			pin_irq "${!v}" "${free[0]}"
+			free=("${free[@]:1}" "${free[0]}")
+		done
+	fi
 	if [[ $1 == irqb ]]; then
 		mkdir -p /run/irqbalance
 		bg irqbalance --foreground --interval 1 >/tmp/irqbalance.log 2>&1; IRQB_PID=$BG_PID
@@ -209,9 +258,21 @@ irqs() {
 }
 first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-# Bytes the server NICs received ($1 = rx) or sent (tx) so far.
-nic_bytes() { echo $(($(cat "/sys/class/net/$NIC_A/statistics/$1_bytes") + $(cat "/sys/class/net/$NIC_B/statistics/$1_bytes"))); }
-irq_cpus_now() { echo "A:$(cat "/proc/irq/$IRQ_A/effective_affinity_list") B:$(cat "/proc/irq/$IRQ_B/effective_affinity_list")"; }
+# The files at path $1 under each server NIC of PAIRS (all of them: RFS is set on every one).
+nic_files() { local p n; for p in "${PAIRS[@]}"; do n=NIC_$p; echo /sys/class/net/"${!n}"/$1; done; }
+# Bytes the server NICs of the pairs in USE received ($1 = rx) or sent (tx) so far.
+nic_bytes() {
+	local p n sum=0
+	for p in "${USE[@]}"; do n=NIC_$p; sum=$((sum + $(cat "/sys/class/net/${!n}/statistics/$1_bytes"))); done
+	echo $sum
+}
+irq_cpus_now() {
+	local p n out=()
+	for p in "${USE[@]}"; do n=IRQ_$p; out+=("$p:$(cat "/proc/irq/${!n}/effective_affinity_list")"); done
+	echo "${out[*]}"
+}
+# The pair (of USE) of connection $1 of $2: the connections split evenly over the NICs, in order.
+pair_of() { echo "${USE[$1 * ${#USE[@]} / $2]}"; }
 # Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
 softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
 # The scheduler process's own CPU time so far, in s.
@@ -229,34 +290,42 @@ run() {
 	esac
 	[[ $sc != microtx-* ]] || { dir=tx; rev=(-R); }
 	[[ $s != eevdf-pin || -s /tmp/pin-$sc.txt ]] || { log "$sc: no eevdf-pin run, no scx_miami placement to copy"; return 0; }
-	irqs "$irq" || { log "$sc: skipped, no CPUs for IRQ configuration $irq here"; return 0; }
+	irqs "$irq" || { log "$sc: skipped, no NICs or CPUs for IRQ configuration $irq here"; return 0; }
 	start "$s"
 	[[ $sc == web ]] && n=0
 	for ((i = 0; i < n; i++)); do
-		local ip=$ADDR_A_SRV
-		((i < n / 2)) || ip=$ADDR_B_SRV
-		iperf_server $((5201 + i)) "$ip"
+		local ip=ADDR_$(pair_of $i $n)_SRV
+		iperf_server $((5201 + i)) "${!ip}"
 		srv+=("$IPERF_SERVER_PID")
 	done
 	for ((i = 0; i < n; i++)); do
-		local ip=$ADDR_A_SRV
-		((i < n / 2)) || ip=$ADDR_B_SRV
+		local ip=ADDR_$(pair_of $i $n)_SRV
 		# Clients run until killed below: under TCG with hogs, the commands before the
 		# window (bpftool, Python) took longer than a fixed run, and every flow had ended
 		# before the probe started. Throughput is the server NICs' received bytes over
 		# the window.
-		iperf_client_bg "/tmp/b-$i.out" cli "$ip" $((5201 + i)) 3600 "${rev[@]}"
+		iperf_client_bg "/tmp/b-$i.out" cli "${!ip}" $((5201 + i)) 3600 "${rev[@]}"
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	((n)) && wait_streaming "${srv[@]}"
 	[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "${srv[@]}"
-	local ca=$IRQ_CPU_A cb=$IRQ_CPU_B
-	[[ $irq != all && $irq != irqb ]] || { ca=$(first_cpu "$IRQ_A"); cb=$(first_cpu "$IRQ_B"); irq_cpus=$(irq_cpus_now); }
+	# IRQ CPU per pair: the pinned one, or where the kernel put it (all, irqb).
+	local -A on=()
+	local p
+	for p in "${USE[@]}"; do
+		local c=IRQ_CPU_$p q=IRQ_$p
+		on[$p]=${!c}
+		[[ $irq != all && $irq != irqb ]] || on[$p]=$(first_cpu "${!q}")
+	done
+	[[ $irq != all && $irq != irqb ]] || irq_cpus=$(irq_cpus_now)
+	local ca=${on[A]}
 	for ((i = 0; i < n; i++)); do
+		p=$(pair_of $i $n)
 		if [[ $irq == irqb ]]; then # irqbalance may move them within the window
-			irqof+=(--irq-of "${srv[i]}=$( ((i < n / 2)) && echo "$IRQ_A" || echo "$IRQ_B")")
+			local q=IRQ_$p
+			irqof+=(--irq-of "${srv[i]}=${!q}")
 		else
-			irqof+=(--irq-cpu-of "${srv[i]}=$( ((i < n / 2)) && echo "$ca" || echo "$cb")")
+			irqof+=(--irq-cpu-of "${srv[i]}=${on[$p]}")
 		fi
 	done
 	local web=
@@ -295,7 +364,7 @@ run() {
 		done
 	fi
 	sleep 1
-	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "$ca" "$cb")
+	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "${on[@]}")
 	cpu0=$(proc_cpu_s); t0=$(date +%s.%N); rx0=$(nic_bytes $dir)
 	bpf_cost >/tmp/bpf0.txt
 	# Not --trace alone: with kernel.bpf_stats_enabled=1 (on for the BPF cost) the 7.3 guest
@@ -310,7 +379,7 @@ run() {
 		$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
 			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
 	fi
-	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "$ca" "$cb")
+	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "${on[@]}")
 	if [[ $s == miami && $sc != table3 ]]; then # for eevdf-pin: each task's most used CPU
 		python3 -c 'import json, sys
 p = json.load(open("/tmp/probe.json"))["pids"]

@@ -10,7 +10,9 @@
 #                        sets NIC_A NIC_B (server ifaces), CLI_A CLI_B (client ifaces, in ns cli),
 #                        IRQ_A IRQ_B (the server NICs' virtioN-input.0 IRQs, i.e. the receive
 #                        IRQ of the root-ns side), IRQ_A_CLI IRQ_B_CLI (the client NICs');
-#                        also written to /tmp/miami-net.env. Idempotent.
+#                        also written to /tmp/miami-net.env. Idempotent. In a --nics 4 guest
+#                        (VM_NICS=4) also pairs C (198.18.3.0/24) and D (198.18.4.0/24), with
+#                        the same variables for C and D.
 #   net_teardown         delete ns cli (client NICs return to the root ns)
 #   pin_irq IRQ CPU      /proc/irq/IRQ/smp_affinity_list = CPU (or a list)
 #   irq_count IRQ [CPU]  count of IRQ in /proc/interrupts on CPU, or summed over all CPUs
@@ -66,6 +68,10 @@ MAC_A_SRV=52:54:00:00:0a:01 MAC_A_CLI=52:54:00:00:0a:02
 MAC_B_SRV=52:54:00:00:0b:01 MAC_B_CLI=52:54:00:00:0b:02
 ADDR_A_SRV=198.18.1.1 ADDR_A_CLI=198.18.1.2
 ADDR_B_SRV=198.18.2.1 ADDR_B_CLI=198.18.2.2
+MAC_C_SRV=52:54:00:00:0c:01 MAC_C_CLI=52:54:00:00:0c:02
+MAC_D_SRV=52:54:00:00:0d:01 MAC_D_CLI=52:54:00:00:0d:02
+ADDR_C_SRV=198.18.3.1 ADDR_C_CLI=198.18.3.2
+ADDR_D_SRV=198.18.4.1 ADDR_D_CLI=198.18.4.2
 
 T_PASSED=0 T_FAILED=0
 T_NAME=$(basename "${0%.sh}")
@@ -159,6 +165,9 @@ net_setup() {
 	$IP -n cli link set "$CLI_B" up
 	printf 'NIC_A=%s NIC_B=%s CLI_A=%s CLI_B=%s IRQ_A=%s IRQ_B=%s IRQ_A_CLI=%s IRQ_B_CLI=%s\n' \
 		"$NIC_A" "$NIC_B" "$CLI_A" "$CLI_B" "$IRQ_A" "$IRQ_B" "$IRQ_A_CLI" "$IRQ_B_CLI" >"$NET_ENV"
+	if [[ ${VM_NICS:-2} == 4 ]]; then
+		_net_pair C && _net_pair D || { rm -f "$NET_ENV"; return 1; }
+	fi
 	for i in $(seq 50); do
 		ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV && break
 		sleep 0.2
@@ -166,6 +175,32 @@ net_setup() {
 	ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV ||
 		{ echo "net_setup: ping from ns cli failed" >&2; rm -f "$NET_ENV"; return 1; }
 	log "net: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- cli $CLI_A; B $NIC_B($ADDR_B_SRV, irq $IRQ_B) <- cli $CLI_B"
+}
+# Pair $1 (C or D) of a --nics 4 guest, set up as net_setup sets up A and B, and added to
+# $NET_ENV.
+_net_pair() {
+	local p=$1 mac_s=MAC_$1_SRV mac_c=MAC_$1_CLI addr_s=ADDR_$1_SRV addr_c=ADDR_$1_CLI i nic= cli= irq irq_c
+	for i in $(seq 100); do
+		nic=$(_iface_by_mac "${!mac_s}") && cli=$(_iface_by_mac "${!mac_c}") && break
+		sleep 0.2
+	done
+	[[ -n $cli ]] || { echo "net_setup: pair $p's NICs not found by MAC" >&2; return 1; }
+	irq=$(_input_irq "$nic") && irq_c=$(_input_irq "$cli") ||
+		{ echo "net_setup: pair $p's input IRQs not found" >&2; return 1; }
+	$IP link set "$cli" netns cli
+	$IP addr add "${!addr_s}/24" dev "$nic"
+	$IP -n cli addr add "${!addr_c}/24" dev "$cli"
+	$IP link set "$nic" up
+	$IP -n cli link set "$cli" up
+	printf -v "NIC_$p" %s "$nic"; printf -v "CLI_$p" %s "$cli"
+	printf -v "IRQ_$p" %s "$irq"; printf -v "IRQ_${p}_CLI" %s "$irq_c"
+	printf 'NIC_%s=%s CLI_%s=%s IRQ_%s=%s IRQ_%s_CLI=%s\n' "$p" "$nic" "$p" "$cli" "$p" "$irq" "$p" "$irq_c" >>"$NET_ENV"
+	for i in $(seq 50); do
+		ping1 cli "${!addr_s}" && break
+		sleep 0.2
+	done
+	ping1 cli "${!addr_s}" || { echo "net_setup: ping of pair $p from ns cli failed" >&2; return 1; }
+	log "net: $p $nic(${!addr_s}, irq $irq) <- cli $cli"
 }
 # True when the network of $NET_ENV is still whole: the server NICs with the same receive IRQs,
 # the client NICs in namespace cli, and both pairs answering a ping.
