@@ -80,8 +80,8 @@ deb: build
 	scripts/deb.sh
 
 # Benchmarks print figures and assert nothing. scripts/bench.sh: the papers' experiments in the
-# guest under EEVDF, EEVDF+RFS, scx_bpfland and scx_miami (JSON, results.md, PNG plots under
-# .cache/bench/). tui_cpu: the TUI's CPU use against a synthetic stats server on the host (root;
+# guest under EEVDF, EEVDF+RFS, scx_bpfland and scx_miami, Table II's 4S/4N in a second guest
+# with four LLCs and four NICs (JSON, results.md, PNG plots under .cache/bench/). tui_cpu: the TUI's CPU use against a synthetic stats server on the host (root;
 # refuses while a scheduler's socket exists).
 bench: build
 	scripts/bench.sh
