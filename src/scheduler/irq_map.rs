@@ -8,7 +8,7 @@ use libbpf_rs::{MapCore, MapFlags, ProgramInput};
 use log::{info, warn};
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{as_bytes, thread_cpu_us, Scheduler};
+use super::{as_bytes, thread_cpu_us, Scheduler, CPU_CLOCK_EVERY};
 use crate::bpf_intf::{
     miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key, set_irq_cpu_arg,
 };
@@ -55,11 +55,17 @@ impl Scheduler<'_> {
     /// only, or a full scan every FULL_SCAN_EVERY refreshes, when the interface list changed,
     /// or when a receive IRQ is gone. Its CPU time goes to the stats.
     pub(super) fn refresh_irqs(&mut self) -> Result<()> {
-        let cpu0 = thread_cpu_us();
+        self.irq_refreshes += 1;
+        // A full scan is due (or will be found due): time it; a quick one every CPU_CLOCK_EVERY.
+        let timed = self.irq_refreshes % CPU_CLOCK_EVERY == 1
+            || self.refreshes_since_scan + 1 >= FULL_SCAN_EVERY;
+        let cpu0 = if timed { thread_cpu_us() } else { 0 };
         let ret = self.refresh_irq_map();
-        self.agent.irq_refresh_cpu_us = thread_cpu_us() - cpu0;
-        if self.refreshes_since_scan == 0 {
-            self.agent.irq_scan_cpu_us = self.agent.irq_refresh_cpu_us;
+        if timed {
+            self.agent.irq_refresh_cpu_us = thread_cpu_us() - cpu0;
+            if self.refreshes_since_scan == 0 {
+                self.agent.irq_scan_cpu_us = self.agent.irq_refresh_cpu_us;
+            }
         }
         ret
     }

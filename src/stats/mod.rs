@@ -459,14 +459,14 @@ pub static DERIVED: &[FieldDesc] = &[
         U64,
         "us",
         Gauge,
-        "CPU time of the agent's last round (the loader thread's clock: no waiting counted)"
+        "CPU time of one of the agent's last 10 rounds (the loader thread's clock, no waiting counted, read every 10th round: a system call)"
     ),
     field!(
         "irq_refresh_cpu_us",
         U64,
         "us",
         Gauge,
-        "CPU time of the last IRQ map refresh (--irq-refresh-ms), quick or full"
+        "CPU time of one of the last 10 IRQ map refreshes (--irq-refresh-ms), quick or full (read every 10th, and for each scheduled full scan)"
     ),
     field!(
         "irq_scan_cpu_us",

@@ -146,8 +146,8 @@ host_net() {
 		f=ADDR_${n}_SRV
 		[[ -n ${!f} ]] || { echo "guest.sh: ${!nic} has no IPv4 address" >&2; exit 2; }
 		for f in /sys/class/net/"${!nic}"/queues/rx-*/rps_flow_cnt; do on_exit "echo $(cat "$f") >$f"; done
-		f=ADDR_${n}_SRV i=ADDR_${n}_CLI irq=IRQ_$n
-		said+=("$n ${!nic}(${!f}, irq ${!irq}) <- ${!i}")
+		local srv_addr=ADDR_${n}_SRV cli_addr=ADDR_${n}_CLI
+		said+=("$n ${!nic}(${!srv_addr}, irq $irq) <- ${!cli_addr}")
 	done
 	f=/proc/sys/net/core/rps_sock_flow_entries
 	on_exit "echo $(cat $f) >$f"
