@@ -12,7 +12,7 @@
 #                        IRQ of the root-ns side), IRQ_A_CLI IRQ_B_CLI (the client NICs');
 #                        also written to /tmp/miami-net.env. Idempotent. In a --nics 4 guest
 #                        (VM_NICS=4) also pairs C (198.18.3.0/24) and D (198.18.4.0/24), with
-#                        the same variables for C and D.
+#                        the same variables for C and D (net_pairs lists the guest's pairs).
 #   net_teardown         delete ns cli (client NICs return to the root ns)
 #   pin_irq IRQ CPU      /proc/irq/IRQ/smp_affinity_list = CPU (or a list)
 #   irq_count IRQ [CPU]  count of IRQ in /proc/interrupts on CPU, or summed over all CPUs
@@ -133,58 +133,37 @@ ping1() { # ping1 [NS] ADDR: one ping (iputils if present, else busybox)
 	if command -v ping >/dev/null; then p=(ping); else p=(busybox ping); fi
 	"${ns[@]}" "${p[@]}" -c 1 -W 2 "$1" >/dev/null 2>&1
 }
+# The NIC pairs of this guest: A and B, and C and D in a --nics 4 guest (VM_NICS).
+net_pairs() { if [[ ${VM_NICS:-2} == 4 ]]; then echo A B C D; else echo A B; fi; }
+_net_log() { # PAIR [SUFFIX]
+	local nic=NIC_$1 addr=ADDR_$1_SRV irq=IRQ_$1 cli=CLI_$1
+	log "net: $1 ${!nic}(${!addr}, irq ${!irq}) <- cli ${!cli}${2:-}"
+}
 net_setup() {
+	local p
 	if [[ -f $NET_ENV ]] && $IP netns list 2>/dev/null | grep -qw cli; then
 		# shellcheck disable=SC1090
 		source "$NET_ENV"
-		log "net: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- cli $CLI_A; B $NIC_B($ADDR_B_SRV, irq $IRQ_B) <- cli $CLI_B (kept)"
+		for p in $(net_pairs); do _net_log "$p" " (kept)"; done
 		return 0
 	fi
-	local i
-	for i in $(seq 100); do # NICs come up via udev (virtio_net is a module on Debian)
-		NIC_A=$(_iface_by_mac $MAC_A_SRV) && NIC_B=$(_iface_by_mac $MAC_B_SRV) &&
-			CLI_A=$(_iface_by_mac $MAC_A_CLI) && CLI_B=$(_iface_by_mac $MAC_B_CLI) && break
-		sleep 0.2
-	done
-	[[ -n ${CLI_B:-} ]] || { echo "net_setup: NICs not found by MAC" >&2; $IP -br link >&2; return 1; }
-	IRQ_A=$(_input_irq "$NIC_A") && IRQ_B=$(_input_irq "$NIC_B") &&
-		IRQ_A_CLI=$(_input_irq "$CLI_A") && IRQ_B_CLI=$(_input_irq "$CLI_B") ||
-		{ echo "net_setup: input IRQs not found" >&2; return 1; }
-	$IP netns add cli
-	$IP link set "$CLI_A" netns cli
-	$IP link set "$CLI_B" netns cli
-	$IP addr add $ADDR_A_SRV/24 dev "$NIC_A"
-	$IP addr add $ADDR_B_SRV/24 dev "$NIC_B"
-	$IP -n cli addr add $ADDR_A_CLI/24 dev "$CLI_A"
-	$IP -n cli addr add $ADDR_B_CLI/24 dev "$CLI_B"
+	$IP netns list 2>/dev/null | grep -qw cli || $IP netns add cli
 	$IP link set lo up
-	$IP link set "$NIC_A" up
-	$IP link set "$NIC_B" up
 	$IP -n cli link set lo up
-	$IP -n cli link set "$CLI_A" up
-	$IP -n cli link set "$CLI_B" up
-	printf 'NIC_A=%s NIC_B=%s CLI_A=%s CLI_B=%s IRQ_A=%s IRQ_B=%s IRQ_A_CLI=%s IRQ_B_CLI=%s\n' \
-		"$NIC_A" "$NIC_B" "$CLI_A" "$CLI_B" "$IRQ_A" "$IRQ_B" "$IRQ_A_CLI" "$IRQ_B_CLI" >"$NET_ENV"
-	if [[ ${VM_NICS:-2} == 4 ]]; then
-		_net_pair C && _net_pair D || { rm -f "$NET_ENV"; return 1; }
-	fi
-	for i in $(seq 50); do
-		ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV && break
-		sleep 0.2
+	: >"$NET_ENV"
+	for p in $(net_pairs); do
+		_net_pair "$p" || { rm -f "$NET_ENV"; return 1; }
 	done
-	ping1 cli $ADDR_A_SRV && ping1 cli $ADDR_B_SRV ||
-		{ echo "net_setup: ping from ns cli failed" >&2; rm -f "$NET_ENV"; return 1; }
-	log "net: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- cli $CLI_A; B $NIC_B($ADDR_B_SRV, irq $IRQ_B) <- cli $CLI_B"
 }
-# Pair $1 (C or D) of a --nics 4 guest, set up as net_setup sets up A and B, and added to
-# $NET_ENV.
+# Pair $1 (A to D): its server NIC stays in the root namespace, its client NIC goes to namespace
+# cli, each gets its address, and the names and receive IRQs are added to $NET_ENV.
 _net_pair() {
 	local p=$1 mac_s=MAC_$1_SRV mac_c=MAC_$1_CLI addr_s=ADDR_$1_SRV addr_c=ADDR_$1_CLI i nic= cli= irq irq_c
-	for i in $(seq 100); do
+	for i in $(seq 100); do # NICs come up via udev (virtio_net is a module on Debian)
 		nic=$(_iface_by_mac "${!mac_s}") && cli=$(_iface_by_mac "${!mac_c}") && break
 		sleep 0.2
 	done
-	[[ -n $cli ]] || { echo "net_setup: pair $p's NICs not found by MAC" >&2; return 1; }
+	[[ -n $cli ]] || { echo "net_setup: pair $p's NICs not found by MAC" >&2; $IP -br link >&2; return 1; }
 	irq=$(_input_irq "$nic") && irq_c=$(_input_irq "$cli") ||
 		{ echo "net_setup: pair $p's input IRQs not found" >&2; return 1; }
 	$IP link set "$cli" netns cli
@@ -200,19 +179,20 @@ _net_pair() {
 		sleep 0.2
 	done
 	ping1 cli "${!addr_s}" || { echo "net_setup: ping of pair $p from ns cli failed" >&2; return 1; }
-	log "net: $p $nic(${!addr_s}, irq $irq) <- cli $cli"
+	_net_log "$p"
 }
-# True when the network of $NET_ENV is still whole: the server NICs with the same receive IRQs,
-# the client NICs in namespace cli, and both pairs answering a ping.
+# True when the network of $NET_ENV is still whole: each pair's server NIC with the same receive
+# IRQ, its client NIC in namespace cli, and a ping through it answered.
 net_intact() {
 	[[ -f $NET_ENV ]] || return 1
 	(
 		# shellcheck disable=SC1090
 		source "$NET_ENV"
-		[[ $(_input_irq "$NIC_A") == "$IRQ_A" && $(_input_irq "$NIC_B") == "$IRQ_B" ]] &&
-			$IP -n cli link show "$CLI_A" >/dev/null 2>&1 &&
-			$IP -n cli link show "$CLI_B" >/dev/null 2>&1 &&
-			ping1 cli "$ADDR_A_SRV" && ping1 cli "$ADDR_B_SRV"
+		for p in $(net_pairs); do
+			nic=NIC_$p irq=IRQ_$p cli=CLI_$p addr=ADDR_${p}_SRV
+			[[ $(_input_irq "${!nic}") == "${!irq}" ]] &&
+				$IP -n cli link show "${!cli}" >/dev/null 2>&1 && ping1 cli "${!addr}" || exit 1
+		done
 	)
 }
 
@@ -223,14 +203,17 @@ net_teardown() {
 	# del: once (after t_nic_hotplug) the next test found no client NIC for 30 s.
 	$IP netns pids cli 2>/dev/null | xargs -r kill -9 2>/dev/null || true
 	$IP netns del cli
-	local i
+	local i p mac d ok
 	for i in $(seq 100); do # physical NICs return to the root ns asynchronously
-		_iface_by_mac $MAC_A_CLI >/dev/null && _iface_by_mac $MAC_B_CLI >/dev/null && break
+		ok=1
+		for p in $(net_pairs); do mac=MAC_${p}_CLI; _iface_by_mac "${!mac}" >/dev/null || ok=; done
+		[[ -n $ok ]] && break
 		sleep 0.1
 	done
-	local d
-	for d in $MAC_A_SRV $MAC_B_SRV $MAC_A_CLI $MAC_B_CLI; do
-		d=$(_iface_by_mac $d) && { $IP addr flush dev "$d"; $IP link set "$d" down; }
+	for p in $(net_pairs); do
+		for mac in MAC_${p}_SRV MAC_${p}_CLI; do
+			d=$(_iface_by_mac "${!mac}") && { $IP addr flush dev "$d"; $IP link set "$d" down; }
+		done
 	done
 	return 0
 }
