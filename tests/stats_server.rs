@@ -204,9 +204,9 @@ fn report_is_the_counter_report_plus_tables() {
     assert!(text.contains(&sample.counters.report()));
     assert!(text.contains("classes high>=100000 middle>=10000\n"));
     assert!(text.contains("irq_cpus 1,5-6 (changes since start: 2)\n"));
-    assert!(text.contains("last round 250 us (120 us CPU)\n"));
+    assert!(text.contains("last round 250 us wall, 120 us CPU (one of the last 10 rounds)\n"));
     assert!(text.contains(
-        "loader CPU since start 1234 ms; IRQ map refresh 40 us CPU, full scan 900 us CPU\n"
+        "loader CPU since start 1234 ms; IRQ map refresh 40 us CPU (one of the last 10), full scan 900 us CPU\n"
     ));
     assert!(text.ends_with(&format_tasks(&sample.tasks)));
     assert!(text.contains("iperf3"));

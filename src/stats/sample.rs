@@ -203,8 +203,9 @@ impl Sample {
         format!(
             "--- stats (delta over {interval_s:.1} s)\n{}classes high>={} middle>={}\n\
              agent: most moves in one round {} (cap {}), {} network tasks, last round {} us \
-             ({} us CPU)\n\
-             loader CPU since start {} ms; IRQ map refresh {} us CPU, full scan {} us CPU\n\
+             wall, {} us CPU (one of the last 10 rounds)\n\
+             loader CPU since start {} ms; IRQ map refresh {} us CPU (one of the last 10), full \
+             scan {} us CPU\n\
              irq_cpus {} (changes since start: {})\n{}",
             self.counters.report(),
             self.class_high_min,
