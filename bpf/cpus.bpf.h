@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC and tier, network room on a CPU,
- * the CPUs a task may run on (and a mask narrowed to them), the non-IRQ CPUs where
- * non-network work goes, and whether dispatch() may steal the head of a CPU's DSQ.
+ * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC, its LLC siblings and its tier,
+ * network room on a CPU, the CPUs a task may run on (and a mask narrowed to them), the non-IRQ
+ * CPUs where non-network work goes, and whether dispatch() may steal the head of a CPU's DSQ.
  *
- * Included by main.bpf.c only, after the globals these read (cpu_llc, llc_overloaded,
- * net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so that
- * main.bpf.c stays under the house limit of ~800 lines while the compiled object stays what it
- * was. The helpers are plain static functions, not __hidden ones in an object of their own
- * (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
+ * Included by main.bpf.c only, after the globals these read (cpu_llc and the LLC runs,
+ * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so
+ * that main.bpf.c stays under the house limit of ~800 lines while the compiled object stays
+ * what it was. The helpers are plain static functions, not __hidden ones in an object of their
+ * own (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
  * verifier sees the same programs on every kernel of the matrix.
  */
 #ifndef __MIAMI_CPUS_BPF_H
@@ -67,6 +67,41 @@ static bool llc_is_overloaded(s32 cpu)
 	barrier_var(llc);	/* as in llc_of() */
 	llc &= MIAMI_MAX_LLCS - 1;
 	return llc_overloaded[llc];
+}
+
+/* How many CPUs @cpu's LLC holds (llc_nr[]); 0 for an invalid CPU. */
+static u32 llc_size(s32 cpu)
+{
+	u64 llc = llc_of(cpu);
+
+	if (llc >= MIAMI_MAX_LLCS)
+		return 0;
+	barrier_var(llc);	/* as in llc_of() */
+	llc &= MIAMI_MAX_LLCS - 1;
+	return llc_nr[llc];
+}
+
+/*
+ * The @i-th CPU after @cpu in its LLC, for 1 <= @i < llc_size(@cpu), wrapping around: the order
+ * in which a walk over every CPU from @cpu + 1 meets @cpu's LLC siblings. -1 for an invalid CPU.
+ */
+static s32 llc_sibling(s32 cpu, u32 i)
+{
+	u64 llc = llc_of(cpu), idx;
+	u32 n;
+
+	if (llc >= MIAMI_MAX_LLCS)
+		return -1;
+	barrier_var(llc);
+	llc &= MIAMI_MAX_LLCS - 1;
+	n = llc_nr[llc];
+	if (!n)
+		return -1;
+	idx = (u32)cpu & (MIAMI_MAX_CPUS - 1);
+	idx = llc_first[llc] + (cpu_llc_pos[idx] + i) % n;
+	barrier_var(idx);
+	idx &= MIAMI_MAX_CPUS - 1;
+	return llc_cpus[idx];
 }
 
 static const struct cpumask *llc_span(s32 cpu)

@@ -117,6 +117,17 @@ UEI_DEFINE(uei);
  */
 const volatile u32 nr_cpu_ids = 1;		/* CPUs possible; bounds every CPU loop */
 const volatile u32 cpu_llc[MIAMI_MAX_CPUS];	/* CPU -> LLC id, from scx_utils::Topology */
+/*
+ * The same map by LLC (src/topology.rs LlcMap::runs()): llc_cpus[] lists each LLC's CPUs in
+ * ascending order, one LLC after the other; LLC l's run starts at llc_first[l] and holds
+ * llc_nr[l] CPUs, and cpu_llc_pos[cpu] is the CPU's place in its run. dispatch() walks a CPU's
+ * LLC siblings with them (llc_sibling()) in as many steps as the LLC has CPUs, not as the
+ * machine has: an idle CPU calls dispatch() over and over.
+ */
+const volatile u32 llc_cpus[MIAMI_MAX_CPUS];
+const volatile u32 cpu_llc_pos[MIAMI_MAX_CPUS];
+const volatile u32 llc_first[MIAMI_MAX_LLCS];
+const volatile u32 llc_nr[MIAMI_MAX_LLCS];
 /* Slice for every task. 5 ms: long enough for throughput, short enough that a network task
  * queued behind a hog waits at most one slice. */
 const volatile u64 slice_ns = 5000000;
@@ -503,7 +514,7 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
-	u32 my_llc = llc_of(cpu), i;
+	u32 my_llc = llc_of(cpu), nr_sibs = llc_size(cpu), i;
 	bool irq_cpu, sib_queued = true;
 	s32 other;
 
@@ -534,12 +545,12 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	 */
 	if (!own) {
 		sib_queued = false;
-		bpf_for(i, 1, nr_cpu_ids) {
+		bpf_for(i, 1, nr_sibs) {
 			struct task_struct *head;
 			u64 nr;
 
-			other = (cpu + i) % nr_cpu_ids;
-			if (llc_of(other) != my_llc || !(nr = scx_bpf_dsq_nr_queued(other)))
+			other = llc_sibling(cpu, i);
+			if (other < 0 || !(nr = scx_bpf_dsq_nr_queued(other)))
 				continue;
 			sib_queued = true;
 			if (nr < 2)
@@ -570,9 +581,9 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	if (sib_queued) {
-		bpf_for(i, 1, nr_cpu_ids) {
-			other = (cpu + i) % nr_cpu_ids;
-			if (llc_of(other) == my_llc && steal_from(other)) {
+		bpf_for(i, 1, nr_sibs) {
+			other = llc_sibling(cpu, i);
+			if (other >= 0 && steal_from(other)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
 				return;
 			}

@@ -272,6 +272,11 @@ impl<'a> Scheduler<'a> {
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
         rodata.cpu_llc[..llcs.cpu_llc.len()].copy_from_slice(&llcs.cpu_llc);
+        let runs = llcs.runs();
+        rodata.llc_cpus[..runs.cpus.len()].copy_from_slice(&runs.cpus);
+        rodata.cpu_llc_pos[..runs.pos.len()].copy_from_slice(&runs.pos);
+        rodata.llc_first[..runs.first.len()].copy_from_slice(&runs.first);
+        rodata.llc_nr[..runs.nr.len()].copy_from_slice(&runs.nr);
         rodata.slice_ns = cfg.slice_ns;
         rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;

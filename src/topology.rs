@@ -8,6 +8,17 @@ use scx_utils::Topology;
 use crate::bpf_intf::miami_consts_MIAMI_MAX_CPUS as MAX_CPUS;
 use crate::bpf_intf::miami_consts_MIAMI_MAX_LLCS as MAX_LLCS;
 
+/// What `LlcMap::runs()` gives BPF: `cpus`, each LLC's CPUs one LLC after the other; `pos[cpu]`,
+/// a CPU's place in its LLC's run; `first[llc]` and `nr[llc]`, where a run starts and how long
+/// it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlcRuns {
+    pub cpus: Vec<u32>,
+    pub pos: Vec<u32>,
+    pub first: Vec<u32>,
+    pub nr: Vec<u32>,
+}
+
 /// `cpu_llc[cpu]` for CPUs 0..nr_cpu_ids; CPUs that are not present map to LLC 0 (they never
 /// run anything, so their entry is never used for placement).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +70,27 @@ impl LlcMap {
     /// holds() for the host as @topo reads it now.
     pub fn holds_for(&self, topo: &Topology) -> bool {
         self.holds(*scx_utils::NR_CPU_IDS, online_pairs(topo))
+    }
+
+    /// The map by LLC, as BPF's dispatch() walks it (main.bpf.c llc_cpus and the arrays beside
+    /// it): every CPU in ascending order within its LLC, LLC 0 first.
+    pub fn runs(&self) -> LlcRuns {
+        let nr_llcs = self.cpu_llc.iter().copied().max().map_or(0, |m| m as usize + 1);
+        let mut runs = LlcRuns {
+            cpus: Vec::with_capacity(self.cpu_llc.len()),
+            pos: vec![0; self.cpu_llc.len()],
+            first: vec![0; nr_llcs],
+            nr: vec![0; nr_llcs],
+        };
+        for llc in 0..nr_llcs {
+            runs.first[llc] = runs.cpus.len() as u32;
+            for (cpu, _) in self.cpu_llc.iter().enumerate().filter(|&(_, &l)| l as usize == llc) {
+                runs.pos[cpu] = runs.nr[llc];
+                runs.nr[llc] += 1;
+                runs.cpus.push(cpu as u32);
+            }
+        }
+        runs
     }
 
     /// CPUs of each LLC, for logs: "0-3 | 4-7".

@@ -4,7 +4,7 @@
 use miami::bpf_intf::{
     miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, miami_consts_MIAMI_MAX_LLCS as MAX_LLCS,
 };
-use miami::topology::LlcMap;
+use miami::topology::{LlcMap, LlcRuns};
 
 /// @nr_llcs LLCs of @per_llc consecutive CPUs each.
 fn blocks(nr_llcs: usize, per_llc: usize) -> Vec<(usize, usize)> {
@@ -39,6 +39,49 @@ fn missing_cpus_map_to_llc_0() {
     let m = LlcMap::from_pairs(8, [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)]).unwrap();
     assert_eq!(m.cpu_llc, [0, 0, 1, 1, 2, 2, 0, 0]);
     assert_eq!(m.describe(), "0-1,6-7 | 2-3 | 4-5");
+}
+
+#[test]
+fn runs_list_each_llc_in_cpu_order() {
+    let m = LlcMap::from_pairs(6, [(0, 0), (1, 0), (2, 1), (3, 1), (4, 0), (5, 1)]).unwrap();
+    assert_eq!(
+        m.runs(),
+        LlcRuns {
+            cpus: vec![0, 1, 4, 2, 3, 5],
+            pos: vec![0, 1, 0, 1, 2, 2],
+            first: vec![0, 3],
+            nr: vec![3, 3],
+        }
+    );
+}
+
+/// BPF's llc_sibling() walk on @m's runs meets the same CPUs in the same order as dispatch()'s
+/// old walk over every CPU from cpu + 1, keeping those of cpu's LLC.
+#[test]
+fn runs_walk_like_a_walk_over_every_cpu() {
+    let maps = [
+        LlcMap::from_pairs(8, blocks(2, 4)).unwrap(),
+        LlcMap::from_pairs(8, (0..8).map(|c| (c, c % 2))).unwrap(),
+        LlcMap::from_pairs(8, [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)]).unwrap(),
+        LlcMap::from_pairs(72, blocks(2, 36)).unwrap(),
+        LlcMap::from_pairs(1, [(0, 0)]).unwrap(),
+    ];
+    for m in &maps {
+        let r = m.runs();
+        let n = m.cpu_llc.len();
+        for cpu in 0..n {
+            let llc = m.cpu_llc[cpu] as usize;
+            let want: Vec<u32> = (1..n)
+                .map(|i| ((cpu + i) % n) as u32)
+                .filter(|&o| m.cpu_llc[o as usize] as usize == llc)
+                .collect();
+            let nr = r.nr[llc];
+            let got: Vec<u32> = (1..nr)
+                .map(|i| r.cpus[(r.first[llc] + (r.pos[cpu] + i) % nr) as usize])
+                .collect();
+            assert_eq!(got, want, "CPU {cpu} of {:?}", m.cpu_llc);
+        }
+    }
 }
 
 #[test]

@@ -26,6 +26,9 @@ check_eq "CPUs possible, online" \
 net_default
 pin_irq "$IRQ_B" 70
 # The probe's own CPU: in neither the hogs' CPUs nor NIC B's IRQ CPU.
+# Figures only: dispatch()'s BPF ns per call over the scx_miami run (kernel.bpf_stats_enabled),
+# with 70 of 72 CPUs idle at times and calling it over and over; it walks its own LLC (36 CPUs
+# here), not every CPU.
 PROBE_CPU=40
 
 # $1 = label: hogs on 68-71 and 2 receivers per NIC for 7 s; /tmp/$1-b.json (NIC B's receivers,
@@ -64,9 +67,16 @@ run() {
 	echo "--- $1: hogs on 68-71 (core = CPU 70)"; cat "/tmp/$1-hogs.txt"
 }
 run eevdf
+stats0=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -q kernel.bpf_stats_enabled=1
 sched_start
 run miami
+bpf_cost >/tmp/bpf-cost.txt
 sched_stop || fail "sched_stop"
+sysctl -q kernel.bpf_stats_enabled="$stats0"
+awk '$2 == "miami_dispatch" && $4 { printf "dispatch: %.0f ns per call, %d calls\n", $3 / $4, $4 }
+	$1 == "struct_ops" { t += $3; n += $4 } END { if (n) printf "all struct_ops: %.0f ns per call, %d calls\n", t / n, n }' \
+	/tmp/bpf-cost.txt | while read -r l; do log "$l"; done
 
 grep -E 'CPUs, LLCs|IRQ CPUs' "$SCHED_LOG" | head -n 4
 check_eq "scx_miami's topology" "$(grep -oE '[0-9]+ CPUs, LLCs .*' "$SCHED_LOG" | head -n 1)" \
