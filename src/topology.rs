@@ -75,7 +75,7 @@ impl LlcMap {
     /// The map by LLC, as BPF's dispatch() walks it (main.bpf.c llc_cpus and the arrays beside
     /// it): every CPU in ascending order within its LLC, LLC 0 first.
     pub fn runs(&self) -> LlcRuns {
-        let nr_llcs = self.cpu_llc.iter().copied().max().map_or(0, |m| m as usize + 1);
+        let nr_llcs = self.cpu_llc.iter().max().map_or(0, |&m| m as usize + 1);
         let mut runs = LlcRuns {
             cpus: Vec::with_capacity(self.cpu_llc.len()),
             pos: vec![0; self.cpu_llc.len()],
@@ -84,7 +84,7 @@ impl LlcMap {
         };
         for llc in 0..nr_llcs {
             runs.first[llc] = runs.cpus.len() as u32;
-            for (cpu, _) in self.cpu_llc.iter().enumerate().filter(|&(_, &l)| l as usize == llc) {
+            for cpu in (0..self.cpu_llc.len()).filter(|&c| self.cpu_llc[c] as usize == llc) {
                 runs.pos[cpu] = runs.nr[llc];
                 runs.nr[llc] += 1;
                 runs.cpus.push(cpu as u32);
