@@ -72,10 +72,15 @@ impl LlcMap {
         self.holds(*scx_utils::NR_CPU_IDS, online_pairs(topo))
     }
 
+    /// LLC ids in use: one past the highest.
+    fn nr_llcs(&self) -> usize {
+        self.cpu_llc.iter().max().map_or(0, |&m| m as usize + 1)
+    }
+
     /// The map by LLC, as BPF's dispatch() walks it (main.bpf.c llc_cpus and the arrays beside
     /// it): every CPU in ascending order within its LLC, LLC 0 first.
     pub fn runs(&self) -> LlcRuns {
-        let nr_llcs = self.cpu_llc.iter().max().map_or(0, |&m| m as usize + 1);
+        let nr_llcs = self.nr_llcs();
         let mut runs = LlcRuns {
             cpus: Vec::with_capacity(self.cpu_llc.len()),
             pos: vec![0; self.cpu_llc.len()],
@@ -95,11 +100,10 @@ impl LlcMap {
 
     /// CPUs of each LLC, for logs: "0-3 | 4-7".
     pub fn describe(&self) -> String {
-        let nr_llcs = self.cpu_llc.iter().copied().max().map_or(0, |m| m + 1);
-        (0..nr_llcs)
+        (0..self.nr_llcs())
             .map(|l| {
                 let cpus: Vec<usize> = (0..self.cpu_llc.len())
-                    .filter(|&c| self.cpu_llc[c] == l)
+                    .filter(|&c| self.cpu_llc[c] as usize == l)
                     .collect();
                 crate::cpulist::format_cpu_list(&cpus)
             })
