@@ -69,39 +69,48 @@ static bool llc_is_overloaded(s32 cpu)
 	return llc_overloaded[llc];
 }
 
-/* How many CPUs @cpu's LLC holds (llc_nr[]); 0 for an invalid CPU. */
-static u32 llc_size(s32 cpu)
+/*
+ * A walk over a CPU's LLC siblings: where its LLC's run starts in llc_cpus[], how many CPUs the
+ * run holds, and the CPU's place in it. Read once per walk (llc_walk_init()), not per step: the
+ * arrays are const volatile, so the compiler cannot hoist their loads out of a loop.
+ */
+struct llc_walk {
+	u32	first;
+	u32	nr;
+	u32	pos;
+};
+
+/* Start a walk over @cpu's LLC; returns how many CPUs the LLC holds (0 for an invalid CPU). */
+static u32 llc_walk_init(s32 cpu, struct llc_walk *w)
 {
 	u64 llc = llc_of(cpu);
 
+	w->first = w->nr = w->pos = 0;
 	if (llc >= MIAMI_MAX_LLCS)
 		return 0;
 	barrier_var(llc);	/* as in llc_of() */
 	llc &= MIAMI_MAX_LLCS - 1;
-	return llc_nr[llc];
+	w->first = llc_first[llc];
+	w->nr = llc_nr[llc];
+	w->pos = cpu_llc_pos[(u32)cpu & (MIAMI_MAX_CPUS - 1)];
+	return w->nr;
 }
 
 /*
- * The @i-th CPU after @cpu in its LLC, for 1 <= @i < llc_size(@cpu), wrapping around: the order
- * in which a walk over every CPU from @cpu + 1 meets @cpu's LLC siblings. -1 for an invalid CPU.
+ * The @i-th CPU after the walk's CPU in its LLC, for 1 <= @i < w->nr, wrapping around: the
+ * order in which a walk over every CPU from that CPU + 1 meets its LLC siblings. pos and @i are
+ * both below nr, so one subtraction wraps.
  */
-static s32 llc_sibling(s32 cpu, u32 i)
+static s32 llc_walk_cpu(const struct llc_walk *w, u32 i)
 {
-	u64 llc = llc_of(cpu), idx;
-	u32 n;
+	u64 j = w->pos + i;
 
-	if (llc >= MIAMI_MAX_LLCS)
-		return -1;
-	barrier_var(llc);
-	llc &= MIAMI_MAX_LLCS - 1;
-	n = llc_nr[llc];
-	if (!n)
-		return -1;
-	idx = (u32)cpu & (MIAMI_MAX_CPUS - 1);
-	idx = llc_first[llc] + (cpu_llc_pos[idx] + i) % n;
-	barrier_var(idx);
-	idx &= MIAMI_MAX_CPUS - 1;
-	return llc_cpus[idx];
+	if (j >= w->nr)
+		j -= w->nr;
+	j += w->first;
+	barrier_var(j);
+	j &= MIAMI_MAX_CPUS - 1;
+	return llc_cpus[j];
 }
 
 static const struct cpumask *llc_span(s32 cpu)

@@ -121,7 +121,7 @@ const volatile u32 cpu_llc[MIAMI_MAX_CPUS];	/* CPU -> LLC id, from scx_utils::To
  * The same map by LLC (src/topology.rs LlcMap::runs()): llc_cpus[] lists each LLC's CPUs in
  * ascending order, one LLC after the other; LLC l's run starts at llc_first[l] and holds
  * llc_nr[l] CPUs, and cpu_llc_pos[cpu] is the CPU's place in its run. dispatch() walks a CPU's
- * LLC siblings with them (llc_sibling()) in as many steps as the LLC has CPUs, not as the
+ * LLC siblings with them (llc_walk_cpu()) in as many steps as the LLC has CPUs, not as the
  * machine has: an idle CPU calls dispatch() over and over.
  */
 const volatile u32 llc_cpus[MIAMI_MAX_CPUS];
@@ -514,7 +514,8 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
-	u32 my_llc = llc_of(cpu), nr_sibs = llc_size(cpu), i;
+	struct llc_walk sibs;
+	u32 my_llc = llc_of(cpu), nr_sibs = llc_walk_init(cpu, &sibs), i;
 	bool irq_cpu, sib_queued = true;
 	s32 other;
 
@@ -549,8 +550,8 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 			struct task_struct *head;
 			u64 nr;
 
-			other = llc_sibling(cpu, i);
-			if (other < 0 || !(nr = scx_bpf_dsq_nr_queued(other)))
+			other = llc_walk_cpu(&sibs, i);
+			if (!(nr = scx_bpf_dsq_nr_queued(other)))
 				continue;
 			sib_queued = true;
 			if (nr < 2)
@@ -582,8 +583,8 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (sib_queued) {
 		bpf_for(i, 1, nr_sibs) {
-			other = llc_sibling(cpu, i);
-			if (other >= 0 && steal_from(other)) {
+			other = llc_walk_cpu(&sibs, i);
+			if (steal_from(other)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
 				return;
 			}

@@ -55,7 +55,7 @@ fn runs_list_each_llc_in_cpu_order() {
     );
 }
 
-/// BPF's llc_sibling() walk on @m's runs meets the same CPUs in the same order as dispatch()'s
+/// BPF's llc_walk_cpu() walk on @m's runs meets the same CPUs in the same order as dispatch()'s
 /// old walk over every CPU from cpu + 1, keeping those of cpu's LLC.
 #[test]
 fn runs_walk_like_a_walk_over_every_cpu() {
@@ -76,8 +76,12 @@ fn runs_walk_like_a_walk_over_every_cpu() {
                 .filter(|&o| m.cpu_llc[o as usize] as usize == llc)
                 .collect();
             let nr = r.nr[llc];
+            // As llc_walk_cpu(): pos and i are below nr, so one subtraction wraps.
             let got: Vec<u32> = (1..nr)
-                .map(|i| r.cpus[(r.first[llc] + (r.pos[cpu] + i) % nr) as usize])
+                .map(|i| {
+                    let j = r.pos[cpu] + i;
+                    r.cpus[(r.first[llc] + if j >= nr { j - nr } else { j }) as usize]
+                })
                 .collect();
             assert_eq!(got, want, "CPU {cpu} of {:?}", m.cpu_llc);
         }
