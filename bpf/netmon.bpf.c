@@ -72,6 +72,18 @@
  * reading only counts our call: without that a negative elapsed time read as a huge one and the
  * rate as 1. Other sock_ctx fields (IRQ CPU, interface) are last-writer-wins, which is what they
  * mean. A task's task_ctx is written only by the task itself, with plain stores.
+ *
+ * 4. IRQ map events. The loader keeps the NIC IRQ map (nic_cpus, the IRQ CPUs) current by
+ * re-reading /proc/irq and sysfs; under TCG a re-read costs 1-30 ms of CPU and a full scan
+ * 90-290 ms (docs/results/loader-cost.md), so it re-reads only when something changed. Two
+ * counters say when, each bumped at fexit, once the change is visible in /proc:
+ *  - irq_affinity_events: irq_set_affinity_locked() (a write to /proc/irq/N/smp_affinity,
+ *    irqbalance, a driver's hint; with the move pending until the next interrupt on some x86
+ *    chips) and irq_do_set_affinity(), where every change reaches the chip: the pending move,
+ *    a vector set up, an IRQ moved off a CPU going offline. A receive IRQ's target re-read.
+ *  - irq_vector_events: request_threaded_irq() and free_irq(), every handler that comes or goes
+ *    (a NIC probed or removed, ethtool -L). Only a full scan sees new vectors.
+ * Interfaces that come, go or change namespace reach the loader by rtnetlink instead.
  */
 #include "miami.bpf.h"
 
@@ -94,6 +106,10 @@ struct {
 
 /* Bumped by user space after each change of nic_cpus: cached verdicts are stale. */
 volatile u32 nic_cpus_gen;
+
+/* Section 4: IRQ map events, read by user space. */
+volatile u64 irq_affinity_events;
+volatile u64 irq_vector_events;
 
 enum miami_rx {
 	MIAMI_RX_UNKNOWN,	/* no nic_cpus entry for the socket's (netns, ifindex) */
@@ -473,5 +489,34 @@ int BPF_PROG(miami_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
 		stat_inc(MIAMI_STAT_RX_IRQ_CPU);
 	else if (sockc->rx_where == MIAMI_RX_OFF_IRQ)
 		stat_inc(MIAMI_STAT_RX_OFF_IRQ);
+	return 0;
+}
+
+/* Section 4. Counted whatever the return value: a failed change is one re-read too many. */
+SEC("fexit/irq_set_affinity_locked")
+int BPF_PROG(miami_irq_set_affinity)
+{
+	__sync_fetch_and_add(&irq_affinity_events, 1);
+	return 0;
+}
+
+SEC("fexit/irq_do_set_affinity")
+int BPF_PROG(miami_irq_do_set_affinity)
+{
+	__sync_fetch_and_add(&irq_affinity_events, 1);
+	return 0;
+}
+
+SEC("fexit/request_threaded_irq")
+int BPF_PROG(miami_irq_request)
+{
+	__sync_fetch_and_add(&irq_vector_events, 1);
+	return 0;
+}
+
+SEC("fexit/free_irq")
+int BPF_PROG(miami_irq_free)
+{
+	__sync_fetch_and_add(&irq_vector_events, 1);
 	return 0;
 }

@@ -108,11 +108,15 @@ pub struct Opts {
     #[arg(long, value_delimiter = ',', value_name = "IF,...")]
     pub nic: Vec<String>,
 
-    /// Re-read the NIC IRQ affinity every this many milliseconds.
+    /// Re-read the NIC IRQ map at most every this many milliseconds.
     ///
-    /// irqbalance or an administrator may move IRQs at any time. Each refresh reads the
-    /// receive IRQs' affinity; every 30th, or at once when an interface comes or goes,
-    /// it rescans the NICs and their IRQs. Range 10..=60000.
+    /// irqbalance or an administrator may move IRQs at any time. BPF probes count IRQ
+    /// affinity changes and IRQ handlers requested or freed, and rtnetlink reports interfaces
+    /// that come or go; the map is re-read only after such an event (the receive IRQs'
+    /// affinity, or a rescan of the NICs and their IRQs), and rescanned every 300 periods
+    /// anyway. Where a kernel lacks those probes' functions, every period: the affinity, and
+    /// every 30th (or when an interface came or went) a rescan. The start-up log says which.
+    /// Range 10..=60000.
     #[arg(long, default_value_t = 1000)]
     pub irq_refresh_ms: u64,
 

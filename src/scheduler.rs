@@ -35,7 +35,7 @@ use crate::topology::{self, LlcMap};
 
 mod irq_map;
 mod restart;
-use irq_map::FULL_SCAN_EVERY;
+use irq_map::{IrqEvents, FULL_SCAN_EVERY, IRQ_EVENT_FUNCS};
 
 /// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;
@@ -184,6 +184,12 @@ pub struct Scheduler<'a> {
     refreshes_since_scan: u32,
     /// IRQ map refreshes since the start (which of them are timed: CPU_CLOCK_EVERY).
     irq_refreshes: u64,
+    /// The IRQ event probes loaded (irq_map::IRQ_EVENT_FUNCS are in this kernel's BTF).
+    irq_probes: bool,
+    /// The IRQ map events the last refreshes covered (Scheduler::irq_map_tick()).
+    irq_seen: IrqEvents,
+    /// When the last full scan of the IRQ map ended.
+    last_scan: Instant,
     nr_irq_changes: u64,
     /// RFS/RPS as last seen; logged when it changes.
     steering: Option<irq::Steering>,
@@ -269,6 +275,18 @@ impl<'a> Scheduler<'a> {
             skel
         };
 
+        // The IRQ map events' probes (bpf/netmon.bpf.c, section 4), where the kernel has every
+        // function they attach to; without them the map is re-read on a period.
+        let irq_probes = IRQ_EVENT_FUNCS
+            .iter()
+            .all(|f| scx_utils::compat::ksym_exists(f).unwrap_or(false));
+        if !irq_probes {
+            skel.progs.miami_irq_set_affinity.set_autoload(false);
+            skel.progs.miami_irq_do_set_affinity.set_autoload(false);
+            skel.progs.miami_irq_request.set_autoload(false);
+            skel.progs.miami_irq_free.set_autoload(false);
+        }
+
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
         rodata.cpu_llc[..llcs.cpu_llc.len()].copy_from_slice(&llcs.cpu_llc);
@@ -345,6 +363,9 @@ impl<'a> Scheduler<'a> {
             ifnames: BTreeSet::new(),
             refreshes_since_scan: FULL_SCAN_EVERY,
             irq_refreshes: 0,
+            irq_probes,
+            irq_seen: IrqEvents::default(),
+            last_scan: Instant::now(),
             nr_irq_changes: 0,
             steering: None,
             nr_cpus: llcs.cpu_llc.len(),
@@ -363,7 +384,23 @@ impl<'a> Scheduler<'a> {
             stats_server: None,
             stats_path: PathBuf::from(DEFAULT_SOCKET),
         };
-        sched.refresh_irqs()?;
+        sched.refresh_irqs(true)?;
+        match sched.irq_events() {
+            Some(_) => info!(
+                "IRQ map: re-read on IRQ affinity, IRQ handler and interface events, at most \
+                 every {} ms",
+                cfg.irq_refresh_ms
+            ),
+            None => info!(
+                "IRQ map: re-read every {} ms ({})",
+                cfg.irq_refresh_ms,
+                if irq_probes {
+                    "no rtnetlink link events"
+                } else {
+                    "this kernel lacks one of the functions the IRQ event probes attach to"
+                }
+            ),
+        }
         // Only after attaching: a second instance that fails to attach must not take over the
         // socket of the one that runs.
         match launch_server(&sched.stats_path) {
@@ -543,6 +580,7 @@ impl<'a> Scheduler<'a> {
             irq_cpus: self.irq_cpus.iter().copied().collect(),
             nr_cpus: self.nr_cpus,
             nr_irq_changes: self.nr_irq_changes,
+            nr_irq_refreshes: self.irq_refreshes,
             bounds: self.policy.bounds(),
             agent: self.agent.clone(),
             loader_cpu_ms: clock_ns(rustix::time::ClockId::ProcessCPUTime) / 1_000_000,
@@ -668,10 +706,15 @@ impl<'a> Scheduler<'a> {
                 inject_at = None;
             }
             if now >= next_irq {
-                if let Err(e) = self.refresh_irqs() {
-                    warn!("IRQ map refresh failed: {e:#}");
+                // Not due (no event): look again at the next wakeup, at most a TICK away.
+                match self.irq_map_tick(irq_period(&self.cfg)) {
+                    Ok(false) => {}
+                    Ok(true) => next_irq = now + irq_period(&self.cfg),
+                    Err(e) => {
+                        warn!("IRQ map refresh failed: {e:#}");
+                        next_irq = now + irq_period(&self.cfg);
+                    }
                 }
-                next_irq = now + irq_period(&self.cfg);
             }
             if now >= next_agent {
                 if let Err(e) = self.agent_round() {

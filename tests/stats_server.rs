@@ -45,6 +45,7 @@ fn snapshot(scale: u64) -> Snapshot {
         irq_cpus: vec![1, 5, 6],
         nr_cpus: 8,
         nr_irq_changes: 2,
+        nr_irq_refreshes: 31,
         bounds: ClassBounds {
             high_min: 100_000,
             middle_min: 10_000,
@@ -172,6 +173,7 @@ fn json_has_every_field_with_its_meta_type() {
     assert_eq!(obj["irq_cpus"], "1,5-6");
     assert_eq!(obj["class_high_min"], 100_000);
     assert_eq!(obj["nr_irq_changes"], 2);
+    assert_eq!(obj["nr_irq_refreshes"], 31);
     assert_eq!(obj["agent_cost_us"], 250);
     assert_eq!(obj["agent_cpu_us"], 120);
     assert_eq!(obj["irq_refresh_cpu_us"], 40);
@@ -206,7 +208,7 @@ fn report_is_the_counter_report_plus_tables() {
     assert!(text.contains("irq_cpus 1,5-6 (changes since start: 2)\n"));
     assert!(text.contains("last round 250 us wall, 120 us CPU (one of the last 10 rounds)\n"));
     assert!(text.contains(
-        "loader CPU since start 1234 ms; IRQ map refresh 40 us CPU (one of the last 10), full scan 900 us CPU\n"
+        "loader CPU since start 1234 ms; IRQ map refresh 40 us CPU (one of the last 10), full scan 900 us CPU, 31 refreshes since start\n"
     ));
     assert!(text.ends_with(&format_tasks(&sample.tasks)));
     assert!(text.contains("iperf3"));
@@ -509,6 +511,7 @@ fn openmetrics_parses_strictly() {
         assert_eq!(samples.len(), 1);
     }
     assert_eq!(fams["miami_nr_irq_changes"].2[0].1, 2.0);
+    assert_eq!(fams["miami_nr_irq_refreshes"].2[0].1, 31.0);
     let irq = &fams["miami_cpu_irq"].2;
     assert_eq!(irq.len(), 8);
     assert_eq!(irq.iter().filter(|(_, v)| *v == 1.0).count(), 3);

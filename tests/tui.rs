@@ -63,6 +63,7 @@ fn snapshot(scale: u64, nr_irq_changes: u64) -> Snapshot {
         irq_cpus: vec![1, 5],
         nr_cpus: 8,
         nr_irq_changes,
+        nr_irq_refreshes: 3,
         bounds: ClassBounds {
             high_min: 100_000,
             middle_min: 10_000,

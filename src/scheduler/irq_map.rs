@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The run loop's half that keeps BPF's view of the NIC IRQ map current: which CPUs take receive
-//! IRQs (miami_set_irq_cpu) and each NIC's receive CPUs (the nic_cpus map), re-read every
-//! --irq-refresh-ms, cheaply or in a full scan.
+//! IRQs (miami_set_irq_cpu) and each NIC's receive CPUs (the nic_cpus map), re-read cheaply or
+//! in a full scan when an IRQ or interface event says it changed (at most once per
+//! --irq-refresh-ms), or every --irq-refresh-ms where those events cannot be had.
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, ProgramInput};
 use log::{info, warn};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Once;
+use std::time::{Duration, Instant};
 
 use super::{as_bytes, thread_cpu_us, Scheduler, CPU_CLOCK_EVERY};
 use crate::bpf_intf::{
@@ -24,6 +28,87 @@ use crate::irq;
 /// (ethtool -L, when no receive IRQ goes) and RFS/RPS changes (logged), within 30 s at the
 /// default period; a NIC that comes or goes, or loses a receive IRQ, at the next refresh.
 pub(super) const FULL_SCAN_EVERY: u32 = 30;
+
+/// With IRQ map events, a full scan after this many --irq-refresh-ms periods without one
+/// anyway (5 minutes at the default): a backstop for a change that no event covers, and the
+/// RFS/RPS log lines, which follow no event.
+const BACKSTOP_EVERY: u32 = 300;
+
+/// The kernel functions whose fexit probes count IRQ map events (bpf/netmon.bpf.c, section 4).
+pub(super) const IRQ_EVENT_FUNCS: [&str; 4] = [
+    "irq_set_affinity_locked",
+    "irq_do_set_affinity",
+    "request_threaded_irq",
+    "free_irq",
+];
+
+/// Interfaces that come, go, are renamed or change namespace: the messages of rtnetlink's link
+/// group, counted by a thread that blocks on the socket, so that waiting for them costs no
+/// wakeup. One per process: a restart (Scheduler::reattach()) keeps it.
+static LINK_EVENTS: AtomicU64 = AtomicU64::new(0);
+/// The thread listens (cleared when its socket fails: then the map is re-read on a period).
+static LINK_LIVE: AtomicBool = AtomicBool::new(false);
+
+/// Start counting link events, once per process; false when they cannot be counted.
+fn watch_links() -> bool {
+    static START: Once = Once::new();
+    START.call_once(|| match spawn_link_watch() {
+        Ok(()) => LINK_LIVE.store(true, Ordering::Relaxed),
+        Err(e) => warn!("no rtnetlink link events ({e:#}): the IRQ map is re-read on a period"),
+    });
+    LINK_LIVE.load(Ordering::Relaxed)
+}
+
+fn spawn_link_watch() -> Result<()> {
+    use rustix::io::Errno;
+    use rustix::net::{
+        bind, netlink, recv, socket_with, AddressFamily, RecvFlags, SocketFlags, SocketType,
+    };
+
+    // No protocol is NETLINK_ROUTE (0).
+    let fd = socket_with(
+        AddressFamily::NETLINK,
+        SocketType::RAW,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .context("opening a NETLINK_ROUTE socket")?;
+    bind(
+        &fd,
+        &netlink::SocketAddrNetlink::new(0, libc::RTMGRP_LINK as u32),
+    )
+    .context("joining rtnetlink's link group")?;
+    std::thread::Builder::new()
+        .name("miami-links".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 32 << 10];
+            loop {
+                match recv(&fd, &mut buf[..], RecvFlags::empty()) {
+                    // ENOBUFS: messages were dropped, so something changed.
+                    Ok(_) | Err(Errno::NOBUFS) => {
+                        LINK_EVENTS.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(e) => {
+                        warn!("rtnetlink link events: {e}; the IRQ map is re-read on a period");
+                        LINK_LIVE.store(false, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            }
+        })
+        .context("starting the rtnetlink thread")?;
+    Ok(())
+}
+
+/// IRQ map events seen so far: IRQ affinity changes, IRQ handlers requested or freed, link
+/// messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct IrqEvents {
+    affinity: u64,
+    vectors: u64,
+    links: u64,
+}
 
 impl Scheduler<'_> {
     fn set_irq_cpu(&mut self, cpu: usize, is_irq: bool) -> Result<()> {
@@ -51,10 +136,54 @@ impl Scheduler<'_> {
         Ok(())
     }
 
-    /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF: the receive IRQs' targets
-    /// only, or a full scan every FULL_SCAN_EVERY refreshes, when the interface list changed,
-    /// or when a receive IRQ is gone. Its CPU time goes to the stats.
-    pub(super) fn refresh_irqs(&mut self) -> Result<()> {
+    /// The IRQ map events counted so far, or None where they are not counted (the probes did
+    /// not load, or rtnetlink failed): then the map is re-read every period.
+    pub(super) fn irq_events(&self) -> Option<IrqEvents> {
+        if !self.irq_probes || !watch_links() {
+            return None;
+        }
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        // SAFETY: plain loads from the mmapped .bss, which BPF writes concurrently.
+        let read = |v: &u64| unsafe { std::ptr::read_volatile(v) };
+        Some(IrqEvents {
+            affinity: read(&bss.irq_affinity_events),
+            vectors: read(&bss.irq_vector_events),
+            links: LINK_EVENTS.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Once --irq-refresh-ms has passed since the last refresh: refresh the IRQ map if it is
+    /// due. With events, that is after an event only (a full scan after a handler or interface
+    /// event, else only the receive IRQs' targets), or after BACKSTOP_EVERY periods; without,
+    /// always. True when it refreshed: the next is a period away.
+    pub(super) fn irq_map_tick(&mut self, period: Duration) -> Result<bool> {
+        let Some(now) = self.irq_events() else {
+            self.refresh_irqs(false)?;
+            return Ok(true);
+        };
+        let seen = self.irq_seen;
+        let full = if now.vectors != seen.vectors || now.links != seen.links {
+            true
+        } else if now.affinity != seen.affinity {
+            false
+        } else if self.last_scan.elapsed() >= period * BACKSTOP_EVERY {
+            true
+        } else {
+            return Ok(false);
+        };
+        self.refresh_irqs(full)?;
+        Ok(true)
+    }
+
+    /// Re-read the NIC IRQ map and push changed IRQ CPUs to BPF: with @full a full scan, else
+    /// the receive IRQs' targets only, or a full scan every FULL_SCAN_EVERY refreshes, when the
+    /// interface list changed, or when a receive IRQ is gone. Its CPU time goes to the stats.
+    pub(super) fn refresh_irqs(&mut self, full: bool) -> Result<()> {
+        // What this refresh covers, read before it: a change during it is the next one's.
+        let events = self.irq_events().unwrap_or_default();
+        if full {
+            self.refreshes_since_scan = FULL_SCAN_EVERY;
+        }
         self.irq_refreshes += 1;
         // A full scan is due (or will be found due): time it; a quick one every CPU_CLOCK_EVERY.
         let timed = self.irq_refreshes % CPU_CLOCK_EVERY == 1
@@ -67,7 +196,14 @@ impl Scheduler<'_> {
                 self.agent.irq_scan_cpu_us = self.agent.irq_refresh_cpu_us;
             }
         }
-        ret
+        ret?;
+        // A quick refresh covers affinity changes only: handler and link events stay due.
+        self.irq_seen.affinity = events.affinity;
+        if self.refreshes_since_scan == 0 {
+            self.irq_seen = events;
+            self.last_scan = Instant::now();
+        }
+        Ok(())
     }
 
     /// After ops.init() ran again (Scheduler::reattach()): its non-IRQ mask has every CPU, so
@@ -77,8 +213,7 @@ impl Scheduler<'_> {
         for cpu in self.irq_cpus.clone() {
             self.set_irq_cpu(cpu, true)?;
         }
-        self.refreshes_since_scan = FULL_SCAN_EVERY;
-        self.refresh_irqs()
+        self.refresh_irqs(true)
     }
 
     fn refresh_irq_map(&mut self) -> Result<()> {

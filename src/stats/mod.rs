@@ -490,6 +490,14 @@ pub static DERIVED: &[FieldDesc] = &[
         Counter,
         "times the IRQ CPUs or a NIC's receive CPUs changed since start (a total, not a delta)"
     ),
+    field!(
+        "nr_irq_refreshes",
+        U64,
+        "count",
+        Counter,
+        "IRQ map re-reads since start, quick or full (a total, not a delta): after IRQ and \
+         interface events only, where the kernel reports them (the start-up log says which)"
+    ),
 ];
 
 /// Columns of the per-task table, the `tasks` array of the top object: the most intensive

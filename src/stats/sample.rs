@@ -20,6 +20,8 @@ pub struct Snapshot {
     pub irq_cpus: Vec<usize>,
     pub nr_cpus: usize,
     pub nr_irq_changes: u64,
+    /// IRQ map refreshes since the start, quick or full.
+    pub nr_irq_refreshes: u64,
     /// The class boundaries in use now.
     pub bounds: ClassBounds,
     pub agent: AgentState,
@@ -60,6 +62,7 @@ pub struct Sample {
     pub class_middle_min: u64,
     pub irq_cpus: Vec<usize>,
     pub nr_irq_changes: u64,
+    pub nr_irq_refreshes: u64,
     pub policy_round_max: u64,
     pub max_migrations: u64,
     pub nr_net_tasks: u64,
@@ -88,6 +91,7 @@ impl Sampler {
             class_middle_min: snap.bounds.middle_min.into(),
             irq_cpus: snap.irq_cpus.clone(),
             nr_irq_changes: snap.nr_irq_changes,
+            nr_irq_refreshes: snap.nr_irq_refreshes,
             policy_round_max: snap.agent.round_max,
             max_migrations: snap.agent.max_moves,
             nr_net_tasks: snap.agent.nr_tasks,
@@ -120,6 +124,7 @@ impl Sample {
             "class_middle_min" => self.class_middle_min.into(),
             "irq_cpus" => format_cpu_list(&self.irq_cpus).into(),
             "nr_irq_changes" => self.nr_irq_changes.into(),
+            "nr_irq_refreshes" => self.nr_irq_refreshes.into(),
             "policy_round_max" => self.policy_round_max.into(),
             "max_migrations" => self.max_migrations.into(),
             "nr_net_tasks" => self.nr_net_tasks.into(),
@@ -176,6 +181,7 @@ impl Sample {
             class_middle_min: u64_of("class_middle_min")?,
             irq_cpus: parse_cpu_list(irq_cpus)?,
             nr_irq_changes: u64_of("nr_irq_changes")?,
+            nr_irq_refreshes: u64_of("nr_irq_refreshes")?,
             policy_round_max: u64_of("policy_round_max")?,
             max_migrations: u64_of("max_migrations")?,
             nr_net_tasks: u64_of("nr_net_tasks")?,
@@ -205,7 +211,7 @@ impl Sample {
              agent: most moves in one round {} (cap {}), {} network tasks, last round {} us \
              wall, {} us CPU (one of the last 10 rounds)\n\
              loader CPU since start {} ms; IRQ map refresh {} us CPU (one of the last 10), full \
-             scan {} us CPU\n\
+             scan {} us CPU, {} refreshes since start\n\
              irq_cpus {} (changes since start: {})\n{}",
             self.counters.report(),
             self.class_high_min,
@@ -218,6 +224,7 @@ impl Sample {
             self.loader_cpu_ms,
             self.irq_refresh_cpu_us,
             self.irq_scan_cpu_us,
+            self.nr_irq_refreshes,
             format_cpu_list(&self.irq_cpus),
             self.nr_irq_changes,
             format_tasks(&self.tasks)

@@ -46,6 +46,7 @@ fn snapshot(round: u64, nr_cpus: usize) -> Snapshot {
         irq_cpus: (0..4).map(|n| n * nr_cpus / 4).collect(),
         nr_cpus,
         nr_irq_changes: round / 10,
+        nr_irq_refreshes: round,
         bounds: ClassBounds {
             high_min: 100_000,
             middle_min: 10_000,

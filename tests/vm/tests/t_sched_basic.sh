@@ -6,6 +6,11 @@
 # instance is refused with a clear message; bad options exit 2 before touching the kernel.
 # Without --nic it also counts the client NICs, which sit in network namespace cli: their
 # receive IRQs (CPUs 7 and 3) make 1,3,5,7 the IRQ CPUs.
+# The IRQ map follows events on every kernel (--irq-refresh-ms 100, so a period-driven map
+# would be re-read about 10 times a second): the start-up log says so; with no IRQ or interface
+# event for 3 s the re-read count (nr_irq_refreshes) grows by at most 1 (none is due; 1 for a
+# link message of the test's own set-up still in flight), and after NIC A's IRQ is re-pinned
+# from CPU 1 to CPU 2 the IRQ CPUs read 2,5 within 3 s, after at least one re-read.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -26,11 +31,54 @@ for irq in "$IRQ_A" "$IRQ_B"; do
 	log "IRQ $irq: smp_affinity_list $(cat /proc/irq/$irq/smp_affinity_list)," \
 		"effective $(cat /proc/irq/$irq/effective_affinity_list 2>/dev/null || echo -)"
 done
-if sched_start --stats 1; then pass "enabled, ops $(sched_ops)"; else fail "scheduler did not start"; fi
+if sched_start --stats 1 --irq-refresh-ms 100; then pass "enabled, ops $(sched_ops)"; else fail "scheduler did not start"; fi
 iperf_server 5201 "$ADDR_A_SRV"
 iperf_client cli "$ADDR_A_SRV" 5201 2 >/dev/null
 grep -q "IRQ CPUs: 1,5" "$SCHED_LOG" && pass "IRQ CPUs 1,5 found" ||
 	fail "IRQ CPUs: $(grep 'IRQ CPUs' "$SCHED_LOG" || echo none)"
+
+grep -q "IRQ map: re-read on IRQ affinity, IRQ handler and interface events" "$SCHED_LOG" &&
+	pass "IRQ map follows events on $VM_KVER" || fail "IRQ map: $(grep 'IRQ map:' "$SCHED_LOG" || echo 'no line')"
+# Scrapes of --monitor 0.1 (OpenMetrics): 3 s quiet, then the re-pin, then until the IRQ CPUs
+# read 2,5 (10 s at most). Prints "quiet_refreshes delay_s refreshes_after".
+python3 - "$bin" "$IRQ_A" >/tmp/irq-events.txt 2>&1 <<'PY' || true
+import re, subprocess, sys, time
+bin, irq = sys.argv[1], sys.argv[2]
+mon = subprocess.Popen([bin, "--monitor", "0.1", "--format", "openmetrics"],
+                       stdout=subprocess.PIPE, text=True)
+def scrape():
+    refreshes, irq_cpus = None, set()
+    for line in mon.stdout:
+        if line.startswith("# EOF"):
+            return refreshes, irq_cpus
+        m = re.match(r'miami_nr_irq_refreshes(?:_total)? (\d+)', line)
+        if m:
+            refreshes = int(m.group(1))
+        m = re.match(r'miami_cpu_irq\{cpu="(\d+)"\} 1', line)
+        if m:
+            irq_cpus.add(int(m.group(1)))
+    sys.exit("monitor ended")
+first, _ = scrape()
+t0 = time.monotonic()
+while time.monotonic() - t0 < 3:
+    quiet, _ = scrape()
+open(f"/proc/irq/{irq}/smp_affinity_list", "w").write("2")
+t_pin = time.monotonic()
+delay = after = None
+while time.monotonic() - t_pin < 10:
+    n, cpus = scrape()
+    if cpus == {2, 5}:
+        delay, after = time.monotonic() - t_pin, n - quiet
+        break
+mon.terminate()
+print(quiet - first, "-" if delay is None else f"{delay:.2f}", "-" if after is None else after)
+PY
+log "IRQ events: $(cat /tmp/irq-events.txt)"
+read -r quiet delay after </tmp/irq-events.txt || true
+check_le "IRQ map re-reads in 3 quiet s" "${quiet:-}" 1
+check_le "seconds until the IRQ CPUs read 2,5 after the re-pin" "${delay:-}" 3
+check_ge "IRQ map re-reads after the re-pin" "${after:-}" 1
+pin_irq "$IRQ_A" 1
 
 set +e
 "$bin" >/tmp/second.out 2>&1; rc=$?
