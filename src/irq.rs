@@ -198,6 +198,35 @@ fn live_irq_affinity(roots: &Roots, irq: u32) -> Option<Vec<usize>> {
     })
 }
 
+/// IRQ map events counted so far (bpf/netmon.bpf.c section 4, and rtnetlink's link group):
+/// IRQ affinity changes, IRQ handlers requested or freed, link messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IrqEvents {
+    pub affinity: u64,
+    pub vectors: u64,
+    pub links: u64,
+}
+
+/// What an IRQ map refresh must do, given the events counted @now and those the last
+/// refreshes covered (@seen): a full scan after a handler or link event (only a scan sees new
+/// vectors and interfaces), a quick re-read of the receive IRQs' targets after an affinity
+/// change, a full scan once @scan_age (since the last one) reaches @backstop, else nothing.
+/// Some(true) for a full scan, Some(false) for a quick one.
+pub fn refresh_due(
+    now: IrqEvents,
+    seen: IrqEvents,
+    scan_age: std::time::Duration,
+    backstop: std::time::Duration,
+) -> Option<bool> {
+    if now.vectors != seen.vectors || now.links != seen.links || scan_age >= backstop {
+        Some(true)
+    } else if now.affinity != seen.affinity {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// The cheap half of an IRQ map refresh: @nics (from discover_present()) with the target CPUs
 /// of their receive IRQs read again, two small files per IRQ, and nothing else (why:
 /// FULL_SCAN_EVERY in scheduler.rs). None when one of those IRQs is gone: the device changed

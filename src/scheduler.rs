@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::bpf_intf::{net_task, policy_move};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
-use crate::irq::{self, NicNames, Roots};
+use crate::irq::{self, IrqEvents, NicNames, Roots};
 use crate::load::LoadReader;
 use crate::maps::{lookup_all, lookup_percpu_array};
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
@@ -35,7 +35,7 @@ use crate::topology::{self, LlcMap};
 
 mod irq_map;
 mod restart;
-use irq_map::{IrqEvents, FULL_SCAN_EVERY, IRQ_EVENT_FUNCS};
+use irq_map::{FULL_SCAN_EVERY, IRQ_EVENT_FUNCS};
 
 /// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use miami::cpulist::{format_cpu_list, parse_cpu_list};
 use miami::irq::{
     discover, discover_present, interface_names, irq_affinity, irq_cpus, nic_cpu_sets, nic_table,
-    parse_proc_interrupts, reread_rx_affinity, steering, Nic, NicNames, QueueKind, Roots, Steering,
+    parse_proc_interrupts, refresh_due, reread_rx_affinity, steering, IrqEvents, Nic, NicNames,
+    QueueKind, Roots, Steering,
 };
 
 fn fixture(rel: &str) -> PathBuf {
@@ -732,4 +733,42 @@ fn nic_labels_name_the_namespace_of_the_ifindex() {
     // Nothing readable: numbers only.
     let none = NicNames::read(&r.join("nope"), &r.join("nope"), &r.join("nope"));
     assert_eq!(none.label(2, 0), "if2");
+}
+
+/// The IRQ map is re-read only when an event says it may have changed: an affinity change asks
+/// for the receive IRQs' targets (quick), a handler requested or freed or a link message for a
+/// full scan, and so does the backstop once the last scan is that old; nothing else refreshes.
+#[test]
+fn refresh_due_follows_events() {
+    use std::time::Duration;
+    let seen = IrqEvents {
+        affinity: 10,
+        vectors: 4,
+        links: 7,
+    };
+    let young = Duration::from_secs(1);
+    let backstop = Duration::from_secs(300);
+    let due = |now: IrqEvents, age| refresh_due(now, seen, age, backstop);
+    assert_eq!(due(seen, young), None, "no event");
+    let affinity = IrqEvents {
+        affinity: 12,
+        ..seen
+    };
+    assert_eq!(due(affinity, young), Some(false), "affinity: quick");
+    let vectors = IrqEvents { vectors: 5, ..seen };
+    assert_eq!(due(vectors, young), Some(true), "handler: full");
+    let links = IrqEvents { links: 8, ..seen };
+    assert_eq!(due(links, young), Some(true), "link: full");
+    let both = IrqEvents {
+        affinity: 11,
+        vectors: 5,
+        ..seen
+    };
+    assert_eq!(due(both, young), Some(true), "affinity and handler: full");
+    assert_eq!(due(seen, backstop), Some(true), "backstop: full");
+    assert_eq!(
+        due(seen, backstop - Duration::from_millis(1)),
+        None,
+        "just before the backstop"
+    );
 }

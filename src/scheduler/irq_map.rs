@@ -17,7 +17,7 @@ use crate::bpf_intf::{
     miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key, set_irq_cpu_arg,
 };
 use crate::cpulist::format_cpu_list;
-use crate::irq;
+use crate::irq::{self, IrqEvents};
 
 /// Every this many IRQ map refreshes (--irq-refresh-ms) a full scan: interfaces, devices in
 /// other namespaces, IRQ vectors and their names, RFS/RPS. In between, only the receive IRQs'
@@ -101,15 +101,6 @@ fn spawn_link_watch() -> Result<()> {
     Ok(())
 }
 
-/// IRQ map events seen so far: IRQ affinity changes, IRQ handlers requested or freed, link
-/// messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct IrqEvents {
-    affinity: u64,
-    vectors: u64,
-    links: u64,
-}
-
 impl Scheduler<'_> {
     fn set_irq_cpu(&mut self, cpu: usize, is_irq: bool) -> Result<()> {
         let mut arg = set_irq_cpu_arg {
@@ -161,14 +152,9 @@ impl Scheduler<'_> {
             self.refresh_irqs(false)?;
             return Ok(true);
         };
-        let seen = self.irq_seen;
-        let full = if now.vectors != seen.vectors || now.links != seen.links {
-            true
-        } else if now.affinity != seen.affinity {
-            false
-        } else if self.last_scan.elapsed() >= period * BACKSTOP_EVERY {
-            true
-        } else {
+        let backstop = period * BACKSTOP_EVERY;
+        let Some(full) = irq::refresh_due(now, self.irq_seen, self.last_scan.elapsed(), backstop)
+        else {
             return Ok(false);
         };
         self.refresh_irqs(full)?;

@@ -5,7 +5,9 @@
 # bulk receivers on NIC A. `make loader-cost`; not in `make test` (t_bench reports the default
 # case's loader CPU there). For scx_miami at its defaults and with its two periodic jobs slowed
 # one at a time and together (the agent round, --interval-ms; the IRQ map refresh,
-# --irq-refresh-ms), and for scx_bpfland 1.1.4 at its defaults, over 15 s after a 3 s settle:
+# --irq-refresh-ms, which since the map follows IRQ and interface events only spaces its
+# re-reads and its backstop scan), and for scx_bpfland 1.1.4 at its defaults, over 15 s after a
+# 3 s settle:
 #   - CPU-s/s from utime+stime (/proc/PID/stat: ticks, what top shows),
 #   - CPU-s/s from the threads' run time (/proc/PID/task/*/schedstat: ns, not sampled),
 #   - wakeups per second (voluntary context switches of all threads).
