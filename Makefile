@@ -32,6 +32,14 @@ target/tools/peer.bpf.o: tests/vm/tools/peer.bpf.c
 	@mkdir -p $(@D)
 	$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -c -o $@ $<
 
+target/tools/floor-tp.bpf.o: scripts/overhead-floor.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -c -o $@ $<
+
+target/tools/floor-fentry.bpf.o: scripts/overhead-floor.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -DFENTRY -c -o $@ $<
+
 # fmt, clippy, host tests, then the VM suite on every kernel of the matrix (the BPF verifier runs
 # there); ends with "N passed, N failed". The Debian package is built first: t_ops installs it.
 test: build deb
@@ -39,7 +47,7 @@ test: build deb
 
 # The TCP probes' cost on this host's own CPU (--observe, no VM, no sched_ext needed): loopback
 # throughput with and without, ns per probe call. Prints figures, asserts nothing (root).
-overhead: build
+overhead: build target/tools/floor-tp.bpf.o target/tools/floor-fentry.bpf.o
 	scripts/overhead.sh
 
 # Long forms of the reliability tests (issue 13), beside their short forms in `make test`:

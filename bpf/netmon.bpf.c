@@ -84,6 +84,17 @@
  *  - irq_vector_events: request_threaded_irq() and free_irq(), every handler that comes or goes
  *    (a NIC probed or removed, ethtool -L). Only a full scan sees new vectors.
  * Interfaces that come, go or change namespace reach the loader by rtnetlink instead.
+ *
+ * 5. Tracepoints instead of fentry. Some kernels refuse fentry and fexit programs (EPERM at
+ * load: this project's build hosts, whose kernel forces lockdown, do) yet run BTF tracepoint
+ * programs. There the loader (--observe) loads the same bodies on tracepoints at the same
+ * places: sock_send_length and sock_recv_length, which socket-layer sends and receives of every
+ * family pass right after the protocol's sendmsg/recvmsg returns (kept when the socket is TCP
+ * over IPv4 or IPv6, as tcp_sendmsg()/tcp_recvmsg() are), and tcp_probe, the first thing
+ * tcp_rcv_established() does. Differences: tcp_close() has no tracepoint, so a representative
+ * closed by its task is dropped when it goes quiet rather than at once; in-kernel senders that
+ * call tcp_sendmsg() without the socket layer are not seen; the IRQ map events (section 4) are
+ * fexit probes too, so the IRQ map is re-read on a period.
  */
 #include "miami.bpf.h"
 
@@ -465,8 +476,7 @@ static __always_inline u32 rx_where(u32 netns, u32 ifindex, s32 cpu)
  * task already sent or received on are updated (no storage is created here), so the cost for
  * untracked traffic is one failed lookup.
  */
-SEC("fentry/tcp_rcv_established")
-int BPF_PROG(miami_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
+static __always_inline int note_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct sock_ctx *sockc;
 	u32 iif, gen;
@@ -490,6 +500,53 @@ int BPF_PROG(miami_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
 	else if (sockc->rx_where == MIAMI_RX_OFF_IRQ)
 		stat_inc(MIAMI_STAT_RX_OFF_IRQ);
 	return 0;
+}
+
+SEC("fentry/tcp_rcv_established")
+int BPF_PROG(miami_tcp_rcv_established, struct sock *sk, struct sk_buff *skb)
+{
+	return note_rcv(sk, skb);
+}
+
+/* Section 5: the probes above on tracepoints, for kernels that refuse fentry. */
+#define MIAMI_AF_INET	2	/* include/linux/socket.h, not in vmlinux.h */
+#define MIAMI_AF_INET6	10
+
+/* A TCP socket over IPv4 or IPv6: one that tcp_sendmsg() and tcp_recvmsg() serve. */
+static __always_inline bool is_inet_tcp(struct sock *sk)
+{
+	u16 family;
+
+	if (!sk || sk->sk_protocol != IPPROTO_TCP)
+		return false;
+	family = sk->__sk_common.skc_family;
+	return family == MIAMI_AF_INET || family == MIAMI_AF_INET6;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(miami_tp_send, struct sock *sk, int ret, int flags)
+{
+	if (!is_inet_tcp(sk))
+		return 0;
+	stat_inc(MIAMI_STAT_PROBE_SEND);
+	note_call(sk);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(miami_tp_recv, struct sock *sk, int ret, int flags)
+{
+	if (!is_inet_tcp(sk))
+		return 0;
+	stat_inc(MIAMI_STAT_PROBE_RECV);
+	note_call(sk);
+	return 0;
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(miami_tp_rcv, struct sock *sk, struct sk_buff *skb)
+{
+	return note_rcv(sk, skb);
 }
 
 /* Section 4. Counted whatever the return value: a failed change is one re-read too many. */

@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# `make overhead`: what the TCP probes cost on this host's real CPU (no VM). The host needs BTF
-# and fentry, not sched_ext: scx_miami runs with --observe (the monitor and a context-switch
-# probe; no scheduling). Alternating runs in one session, iperf3 over loopback with 1 and 8
-# streams, without and with --observe attached:
+# `make overhead`: what the TCP probes cost on this host's real CPU (no VM). The host needs BTF,
+# not sched_ext: scx_miami runs with --observe (the monitor and a context-switch probe; no
+# scheduling), its TCP probes on fentry, or on tracepoints where the kernel refuses fentry (it
+# says which: the program names are miami_tcp_* or miami_tp_*). Alternating runs in one
+# session, iperf3 over loopback with 1 and 8 streams, without and with --observe attached, and
+# with the floor attached instead (scripts/overhead-floor.bpf.c: programs that only count, at
+# the same places, loaded with bpftool):
 #   - the throughput ratio (with / without), per stream count, over ROUNDS pairs of runs;
 #   - ns per call of each probe (kernel.bpf_stats_enabled: run_time_ns / run_cnt of each
-#     program, from /proc/PID/fdinfo of the loader).
+#     program, from bpftool), and of the floor's: what any program costs there (on a host that
+#     is itself a VM, a hypervisor's share included), and scx_miami's above it.
 # Prints figures and the goals beside them (<= 60 ns per call, <= 2% throughput loss); asserts
 # nothing. Needs root and bpftool. Traffic stays on 127.0.0.1.
-#   scripts/overhead.sh [SECS per run, default 5] [ROUNDS, default 3]
+#   scripts/overhead.sh [SECS per run, default 5] [ROUNDS, default 3]   (`make overhead` builds
+#   the floor's objects first)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/target/release/scx_miami
 secs=${1:-5} rounds=${2:-3}
 [[ $(id -u) == 0 ]] || { echo "overhead: run as root" >&2; exit 1; }
 [[ -x $bin ]] || { echo "overhead: no $bin (make build)" >&2; exit 1; }
+floor_dir=/sys/fs/bpf/miami-overhead-floor
+for f in tp fentry; do
+	[[ -e $top/target/tools/floor-$f.bpf.o ]] || { echo "overhead: no target/tools/floor-$f.bpf.o (make overhead)" >&2; exit 1; }
+done
 [[ -e /sys/kernel/btf/vmlinux ]] || { echo "overhead: this kernel has no BTF" >&2; exit 1; }
-if [[ $(bpftool feature probe kernel 2>/dev/null) == *"program_type tracing is NOT available"* ]]; then
-	echo "overhead: this host's kernel refuses tracing (fentry) programs: nothing to measure here" >&2
-	exit 1
-fi
 [[ -e /var/run/scx/root/stats ]] && { echo "overhead: a scx_miami runs here; stop it first" >&2; exit 1; }
 port=5390
 iperf3 -s -B 127.0.0.1 -p $port -D --pidfile /tmp/miami-overhead-iperf.pid
@@ -30,6 +35,7 @@ obs=
 cleanup() {
 	[[ -n $obs ]] && kill -INT "$obs" 2>/dev/null && wait "$obs" 2>/dev/null
 	kill "$(cat /tmp/miami-overhead-iperf.pid 2>/dev/null)" 2>/dev/null || true
+	rm -rf "$floor_dir"
 	echo "$stats0" >/proc/sys/kernel/bpf_stats_enabled
 }
 trap cleanup EXIT
@@ -37,42 +43,69 @@ sleep 0.5
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 gbps() { python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9)'; }
 declare -A sum
+rm -f /tmp/miami-overhead-*.json
 echo "overhead: $rounds rounds of ${secs}s runs, iperf3 over loopback, CPUs: $(nproc), $(uname -r)"
 for ((r = 1; r <= rounds; r++)); do
 	for p in 1 8; do
-		for mode in off on; do
+		for mode in off on floor; do
 			if [[ $mode == on ]]; then
 				"$bin" --observe >/tmp/miami-overhead.log 2>&1 &
 				obs=$!
 				for i in $(seq 100); do grep -q 'observing' /tmp/miami-overhead.log && break; sleep 0.1; done
 				grep -q 'observing' /tmp/miami-overhead.log || { cat /tmp/miami-overhead.log; exit 1; }
+				if grep -q 'refuses fentry' /tmp/miami-overhead.log; then
+					floor=tp
+				else
+					floor=fentry
+				fi
+				((r > 1 || p > 1)) || echo "  (the TCP probes run on ${floor/tp/tracepoint}s)"
+			fi
+			if [[ $mode == floor ]]; then
+				bpftool prog loadall "$top/target/tools/floor-$floor.bpf.o" "$floor_dir" autoattach
 			fi
 			g=$(iperf3 -c 127.0.0.1 -p $port -t "$secs" -P "$p" -J | gbps)
-			printf '  round %d, %d stream(s), observe %-3s %7.2f Gbit/s\n' "$r" "$p" "$mode" "$g"
+			printf '  round %d, %d stream(s), observe %-5s %7.2f Gbit/s\n' "$r" "$p" "$mode" "$g"
 			sum[$p-$mode]=$(python3 -c "print(${sum[$p-$mode]:-0} + $g)")
 			if [[ $mode == on ]]; then
 				bpftool prog show --json >"/tmp/miami-overhead-r$r-p$p.json"
 				kill -INT "$obs"; wait "$obs" || true; obs=
+			elif [[ $mode == floor ]]; then
+				bpftool prog show --json >"/tmp/miami-overhead-floor-r$r-p$p.json"
+				rm -rf "$floor_dir"
 			fi
 		done
 	done
 done
 echo
-echo "throughput, with --observe / without (goal >= 0.98):"
+echo "throughput, with --observe / without (goal >= 0.98), and with the floor / without:"
 for p in 1 8; do
-	python3 -c "print(f'  $p stream(s): {${sum[$p-on]} / ${sum[$p-off]}:.3f}  ({${sum[$p-off]} / $rounds:.2f} -> {${sum[$p-on]} / $rounds:.2f} Gbit/s)')"
+	python3 -c "print(f'  $p stream(s): {${sum[$p-on]} / ${sum[$p-off]}:.3f}, floor {${sum[$p-floor]} / ${sum[$p-off]}:.3f}  ({${sum[$p-off]} / $rounds:.2f} -> {${sum[$p-on]} / $rounds:.2f} Gbit/s)')"
 done
-echo "ns per probe call (run_time_ns / run_cnt over all runs with --observe; goal <= 60):"
-python3 - /tmp/miami-overhead-r*-p*.json <<'PY'
+echo "ns per probe call (run_time_ns / run_cnt over all runs; goal <= 60), scx_miami's beside the"
+echo "floor's at the same place (a program that only counts) and above it:"
+python3 - /tmp/miami-overhead-r*-p*.json -- /tmp/miami-overhead-floor-r*-p*.json <<'PY'
 import json, sys
-tot = {}
-for f in sys.argv[1:]:
-    for p in json.load(open(f)):
-        name = p.get("name", "")
-        if name.startswith("miami_") and p.get("run_cnt"):
-            t = tot.setdefault(name, [0, 0])
-            t[0] += p["run_time_ns"]
-            t[1] += p["run_cnt"]
-for name, (ns, cnt) in sorted(tot.items()):
-    print(f"  {name:<18} {ns / cnt:7.1f} ns per call over {cnt} calls")
+args = sys.argv[1:]
+split = args.index("--")
+def totals(files, prefix):
+    tot = {}
+    for f in files:
+        for p in json.load(open(f)):
+            name = p.get("name", "")
+            if name.startswith(prefix) and p.get("run_cnt"):
+                t = tot.setdefault(name, [0, 0])
+                t[0] += p["run_time_ns"]
+                t[1] += p["run_cnt"]
+    return {n: (ns / cnt, cnt) for n, (ns, cnt) in tot.items()}
+ours, floor = totals(args[:split], "miami_"), totals(args[split + 1:], "floor_")
+# bpftool may cut names at 15 characters: match scx_miami's probes by prefix.
+place = {"floor_send": ("miami_tcp_sendm", "miami_tp_send"),
+         "floor_recv": ("miami_tcp_recvm", "miami_tp_recv"),
+         "floor_rcv": ("miami_tcp_rcv_e", "miami_tp_rcv")}
+for name, (ns, cnt) in sorted(ours.items()):
+    line = f"  {name:<26} {ns:7.1f} ns per call over {cnt} calls"
+    for f, prefixes in place.items():
+        if name.startswith(prefixes) and f in floor:
+            line += f"; floor {floor[f][0]:.1f} ns over {floor[f][1]} calls, above it {ns - floor[f][0]:.1f} ns"
+    print(line)
 PY

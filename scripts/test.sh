@@ -32,7 +32,7 @@ f=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s +
 passed=$((passed + p)) failed=$((failed + f))
 ((rc == 0 || f > 0)) || failed=$((failed + 1)) # a build error fails the step without a count
 
-step "--observe on this host's kernel (BTF and fentry, no sched_ext)"
+step "--observe on this host's kernel (BTF, no sched_ext; fentry or tracepoints)"
 tests/host/observe.sh 2>&1 | tee /tmp/miami-observe.log
 rc=${PIPESTATUS[0]}
 p=$(grep -c '^PASS' /tmp/miami-observe.log) f=$(grep -c '^FAIL' /tmp/miami-observe.log)

@@ -133,10 +133,12 @@ pub struct Opts {
 
     /// Watch, do not schedule: load only the TCP monitor and a context-switch probe.
     ///
-    /// Needs root, BTF and fentry, not sched_ext: the host keeps its scheduler. The stats,
-    /// --monitor and the TUI then show each network task's intensiveness, class and IRQ CPU as
-    /// MiAMI sees them, and the tier it really runs in (tier shares): what scx_miami would
-    /// change. The agent computes class boundaries but moves nothing.
+    /// Needs root, BTF and fentry, not sched_ext: the host keeps its scheduler. Where the
+    /// kernel refuses fentry (EPERM, as under some lockdown setups), the same probes attach to
+    /// the tracepoints sock_send_length, sock_recv_length and tcp_probe (a warning says so).
+    /// The stats, --monitor and the TUI then show each network task's intensiveness, class and
+    /// IRQ CPU as MiAMI sees them, and the tier it really runs in (tier shares): what
+    /// scx_miami would change. The agent computes class boundaries but moves nothing.
     #[arg(long)]
     pub observe: bool,
 

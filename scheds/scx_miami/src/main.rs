@@ -11,7 +11,9 @@ use clap::Parser;
 use log::error;
 use miami::config::{self, Config};
 use miami::opts::Opts;
-use miami::scheduler::{check_host, install_shutdown, install_sighup, Scheduler};
+use miami::scheduler::{
+    check_host, fentry_refused, install_shutdown, install_sighup, ProbeAttach, Scheduler,
+};
 
 /// Exit code for a command line that cannot be used.
 const EXIT_USAGE: u8 = 2;
@@ -31,15 +33,30 @@ fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
 
     let reload = || opts.config.as_ref().map(|_| config::load(opts));
     let mut cfg = cfg.clone();
+    let mut probes = ProbeAttach::Fentry;
     loop {
         let mut open_object = MaybeUninit::uninit();
-        let mut sched = Scheduler::init(
+        let mut sched = match Scheduler::init(
             &cfg,
             opts.verbose,
             opts.exit_dump_len,
             opts.libbpf.clone().into_bpf_open_opts(),
+            probes,
             &mut open_object,
-        )?;
+        ) {
+            // --observe is meant for any kernel with BTF: where fentry is refused, the same
+            // probes on tracepoints (bpf/netmon.bpf.c, section 5).
+            Err(e) if cfg.observe && probes == ProbeAttach::Fentry && fentry_refused(&e) => {
+                log::warn!(
+                    "this kernel refuses fentry programs ({e:#}); probing TCP on the \
+                     tracepoints sock_send_length, sock_recv_length and tcp_probe instead: no \
+                     tcp_close probe, and the IRQ map is re-read on a period"
+                );
+                probes = ProbeAttach::Tracepoint;
+                continue;
+            }
+            r => r?,
+        };
         // Restarts the kernel asks for attach the loaded object again while they can
         // (Scheduler::reattach()); the outer loop loads anew.
         loop {
