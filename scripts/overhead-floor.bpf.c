@@ -13,40 +13,20 @@ char _license[] SEC("license") = "GPL";
 
 unsigned long long nr_calls;
 
+/* A program that only counts, at @place. */
+#define FLOOR(place, name)				\
+	SEC(place) int name(void *ctx)			\
+	{						\
+		__sync_fetch_and_add(&nr_calls, 1);	\
+		return 0;				\
+	}
+
 #ifdef FENTRY
-SEC("fentry/tcp_sendmsg") int floor_send(void *ctx)
-{
-	__sync_fetch_and_add(&nr_calls, 1);
-	return 0;
-}
-
-SEC("fentry/tcp_recvmsg") int floor_recv(void *ctx)
-{
-	__sync_fetch_and_add(&nr_calls, 1);
-	return 0;
-}
-
-SEC("fentry/tcp_rcv_established") int floor_rcv(void *ctx)
-{
-	__sync_fetch_and_add(&nr_calls, 1);
-	return 0;
-}
+FLOOR("fentry/tcp_sendmsg", floor_send)
+FLOOR("fentry/tcp_recvmsg", floor_recv)
+FLOOR("fentry/tcp_rcv_established", floor_rcv)
 #else
-SEC("tp_btf/sock_send_length") int floor_send(void *ctx)
-{
-	__sync_fetch_and_add(&nr_calls, 1);
-	return 0;
-}
-
-SEC("tp_btf/sock_recv_length") int floor_recv(void *ctx)
-{
-	__sync_fetch_and_add(&nr_calls, 1);
-	return 0;
-}
-
-SEC("tp_btf/tcp_probe") int floor_rcv(void *ctx)
-{
-	__sync_fetch_and_add(&nr_calls, 1);
-	return 0;
-}
+FLOOR("tp_btf/sock_send_length", floor_send)
+FLOOR("tp_btf/sock_recv_length", floor_recv)
+FLOOR("tp_btf/tcp_probe", floor_rcv)
 #endif
