@@ -82,7 +82,8 @@
  *
  * --observe loads the TCP probes and miami_observe_switch() below instead of these ops: no
  * struct_ops, so no sched_ext needed. The host keeps its scheduler; the stats show what MiAMI
- * sees (intensiveness, class, IRQ CPU) and the tier each network task really runs in.
+ * sees (intensiveness, class, IRQ CPU) and the tier each network task really runs in. On a
+ * kernel that refuses fentry, the TCP probes' tracepoint forms (netmon.bpf.c, section 5).
  *
  * 7. Accepted races
  *

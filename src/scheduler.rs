@@ -204,7 +204,8 @@ pub struct Scheduler<'a> {
     refreshes_since_scan: u32,
     /// IRQ map refreshes since the start (which of them are timed: CPU_CLOCK_EVERY).
     irq_refreshes: u64,
-    /// The IRQ event probes loaded (irq_map::IRQ_EVENT_FUNCS are in this kernel's BTF).
+    /// The IRQ event probes loaded (fentry mode, and irq_map::IRQ_EVENT_FUNCS in this kernel's
+    /// BTF).
     irq_probes: bool,
     /// The IRQ map events the last refreshes covered (Scheduler::irq_map_tick()).
     irq_seen: IrqEvents,
