@@ -34,8 +34,10 @@ use crate::stats::{
 use crate::topology::{self, LlcMap};
 
 mod irq_map;
+mod probes;
 mod restart;
-use irq_map::{FULL_SCAN_EVERY, IRQ_EVENT_FUNCS};
+use irq_map::FULL_SCAN_EVERY;
+pub use probes::{fentry_refused, ProbeAttach};
 
 /// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;
@@ -161,26 +163,6 @@ pub fn check_host(observe: bool) -> Result<()> {
     Ok(())
 }
 
-/// Where the TCP probes attach (bpf/netmon.bpf.c, sections 1-3 and 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeAttach {
-    /// fentry on tcp_sendmsg(), tcp_recvmsg(), tcp_close() and tcp_rcv_established(), and the
-    /// IRQ map events' fexit probes.
-    Fentry,
-    /// The tracepoints sock_send_length, sock_recv_length and tcp_probe, for a kernel that
-    /// refuses fentry (fentry_refused()); no tcp_close() probe and no IRQ map events.
-    Tracepoint,
-}
-
-/// Did loading fail because the kernel refuses fentry programs (EPERM at load, as under some
-/// kernels' lockdown), so that ProbeAttach::Tracepoint may load where Fentry did not?
-pub fn fentry_refused(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<libbpf_rs::Error>()
-            .is_some_and(|e| e.kind() == libbpf_rs::ErrorKind::PermissionDenied)
-    })
-}
-
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
@@ -297,26 +279,7 @@ impl<'a> Scheduler<'a> {
             skel
         };
 
-        let fentry = probes == ProbeAttach::Fentry;
-        skel.progs.miami_tcp_sendmsg.set_autoload(fentry);
-        skel.progs.miami_tcp_recvmsg.set_autoload(fentry);
-        skel.progs.miami_tcp_close.set_autoload(fentry);
-        skel.progs.miami_tcp_rcv_established.set_autoload(fentry);
-        skel.progs.miami_tp_send.set_autoload(!fentry);
-        skel.progs.miami_tp_recv.set_autoload(!fentry);
-        skel.progs.miami_tp_rcv.set_autoload(!fentry);
-        // The IRQ map events' probes (bpf/netmon.bpf.c, section 4), where the kernel has every
-        // function they attach to and takes fexit; without them the map is re-read on a period.
-        let irq_probes = fentry
-            && IRQ_EVENT_FUNCS
-                .iter()
-                .all(|f| scx_utils::compat::ksym_exists(f).unwrap_or(false));
-        if !irq_probes {
-            skel.progs.miami_irq_set_affinity.set_autoload(false);
-            skel.progs.miami_irq_do_set_affinity.set_autoload(false);
-            skel.progs.miami_irq_request.set_autoload(false);
-            skel.progs.miami_irq_free.set_autoload(false);
-        }
+        let irq_probes = probes.select(&mut skel);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -427,7 +390,7 @@ impl<'a> Scheduler<'a> {
                 cfg.irq_refresh_ms,
                 if irq_probes {
                     "no rtnetlink link events"
-                } else if !fentry {
+                } else if probes == ProbeAttach::Tracepoint {
                     "no fexit probes on this kernel"
                 } else {
                     "this kernel lacks one of the functions the IRQ event probes attach to"
