@@ -20,6 +20,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/target/release/scx_miami
 secs=${1:-5} rounds=${2:-3}
+[[ $secs =~ ^[1-9][0-9]*$ && $rounds =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "usage: scripts/overhead.sh [SECS per run, >= 1] [ROUNDS, >= 1] (got '$secs' '$rounds')" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "overhead: run as root" >&2; exit 1; }
 [[ -x $bin ]] || { echo "overhead: no $bin (make build)" >&2; exit 1; }
 floor_dir=/sys/fs/bpf/miami-overhead-floor
