@@ -27,6 +27,7 @@ enum miami_consts {
 	MIAMI_MAX_MOVES		= 2048,	/* policy_moves entries: 256 moves x a few rounds */
 	MIAMI_COMM_LEN		= 16,
 	MIAMI_MAX_NICS		= 256,	/* nic_cpus entries */
+	MIAMI_SNAP_STALE	= 1024,	/* stale net_tasks entries deleted per snapshot */
 };
 
 /*
@@ -105,9 +106,8 @@ enum miami_stat {
 /*
  * One entry of the `net_tasks` LRU hash, keyed by tid: a recently communicating thread, written
  * by the monitor when its view changes and at most once per intensiveness window otherwise.
- * User space reads the whole table in one batch for the agent and the per-task table, and
- * deletes entries that went stale; past MIAMI_MAX_NET_TASKS threads the least recently written
- * go first.
+ * miami_snapshot() copies the live ones out for the agent and the per-task table, and deletes
+ * entries that went stale; past MIAMI_MAX_NET_TASKS threads the least recently written go first.
  */
 struct net_task {
 	u64	last_comm_ns;	/* CLOCK_MONOTONIC of its last send/recv call */
@@ -154,6 +154,11 @@ struct nic_key {
 
 struct nic_cpus {
 	u64	cpus[MIAMI_MAX_CPUS / 64];	/* bit N = CPU N */
+};
+
+/* Argument of the miami_snapshot syscall program: a net_tasks entry silent this long is stale. */
+struct snapshot_arg {
+	u64 stale_ns;
 };
 
 /* Arguments of the miami_set_irq_cpu syscall program (user space -> IRQ CPU mask). */

@@ -144,6 +144,14 @@ struct {
 	__type(value, struct cpu_ctx);
 } cpu_ctx_stor SEC(".maps") __weak;
 
+/* The network tasks (netmon.bpf.c writes, agent.bpf.c copies out for user space), by tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MIAMI_MAX_NET_TASKS);
+	__type(key, s32);
+	__type(value, struct net_task);
+} net_tasks SEC(".maps") __weak;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MIAMI_NR_STATS);
@@ -176,6 +184,9 @@ static __always_inline u32 class_of(u32 intens)
 		return MIAMI_CLASS_MIDDLE;
 	return MIAMI_CLASS_LOW;
 }
+
+/* netmon.bpf.c: entries added to net_tasks so far. */
+extern volatile u64 net_tasks_added;
 
 /* Set by the loader before load (main.bpf.c rodata): CPUs possible. */
 extern const volatile u32 nr_cpu_ids;

@@ -118,6 +118,9 @@ struct {
 /* Bumped by user space after each change of nic_cpus: cached verdicts are stale. */
 volatile u32 nic_cpus_gen;
 
+/* Entries added to net_tasks: the snapshot walks the table only after one was (agent.bpf.c). */
+volatile u64 net_tasks_added;
+
 /* Section 4: IRQ map events, read by user space. */
 volatile u64 irq_affinity_events;
 volatile u64 irq_vector_events;
@@ -127,14 +130,6 @@ enum miami_rx {
 	MIAMI_RX_IRQ_CPU,
 	MIAMI_RX_OFF_IRQ,
 };
-
-/* The network tasks user space reads (agent, stats, TUI), by tid. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MIAMI_MAX_NET_TASKS);
-	__type(key, s32);
-	__type(value, struct net_task);
-} net_tasks SEC(".maps");
 
 /* Window over which intensiveness is averaged (--intens-window-ms). Default 100 ms: many bursts
  * long on real hardware, and a change of pattern shows within one agent period. Too short and
@@ -161,7 +156,8 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool c
 		struct net_task fresh = { .tid = tid, .tgid = pid_tgid >> 32 };
 
 		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
-		bpf_map_update_elem(&net_tasks, &tid, &fresh, BPF_NOEXIST);
+		if (!bpf_map_update_elem(&net_tasks, &tid, &fresh, BPF_NOEXIST))
+			__sync_fetch_and_add(&net_tasks_added, 1);
 		nt = bpf_map_lookup_elem(&net_tasks, &tid);
 		if (!nt)
 			return;

@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
 use log::{info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::Topology;
@@ -20,12 +20,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::bpf_intf::{net_task, policy_move};
+use crate::bpf_intf::{net_task, policy_move, snapshot_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
-use crate::load::LoadReader;
-use crate::maps::{lookup_all, lookup_percpu_array};
+use crate::load::{busy_from_bpf, times_from_snapshot, LoadReader};
+use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
@@ -51,8 +51,6 @@ pub fn task_max_age_ms(release_ns: u64) -> u64 {
 /// next placement, within a slice for a running task; one still there is held back by the
 /// budget (then the next round may still apply it) or its task sleeps, and it is stale.
 const MOVE_ROUNDS: u64 = 3;
-/// Entries per batch when reading net_tasks.
-const BATCH: u32 = 1024;
 /// Longest the run loop sleeps before checking shutdown, timers and stats requests.
 const TICK: Duration = Duration::from_millis(100);
 /// A stats request within this long keeps the run loop blocked on the request channel (run()).
@@ -205,6 +203,10 @@ pub struct Scheduler<'a> {
     known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
+    /// miami_snapshot() loaded, which reads the busy time, rather than miami_snapshot_tasks().
+    snapshot_busy: bool,
+    /// The agent's loads come from the snapshot's counters, not from /proc/stat.
+    busy_in_bpf: bool,
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
     move_seq: u32,
@@ -280,6 +282,19 @@ impl<'a> Scheduler<'a> {
         };
 
         let irq_probes = probes.select(&mut skel);
+        let roots = Roots::default();
+        let busy_src = busy_from_bpf(
+            std::fs::read_to_string(roots.sys.join("devices/system/cpu/nohz_full"))
+                .ok()
+                .as_deref(),
+            std::io::BufReader::new(
+                std::fs::File::open(roots.proc.join("kallsyms"))
+                    .context("opening /proc/kallsyms")?,
+            ),
+        );
+        let busy_in_bpf = busy_src.is_ok();
+        skel.progs.miami_snapshot.set_autoload(busy_in_bpf);
+        skel.progs.miami_snapshot_tasks.set_autoload(!busy_in_bpf);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -338,7 +353,6 @@ impl<'a> Scheduler<'a> {
             }
         );
 
-        let roots = Roots::default();
         let own_ns = roots.proc.join("self/ns/net");
         let own_netns = std::fs::metadata(&own_ns)
             .with_context(|| format!("reading {}", own_ns.display()))?
@@ -368,6 +382,8 @@ impl<'a> Scheduler<'a> {
             known_cpus: topology::online_cpus(&topo).collect(),
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
+            snapshot_busy: busy_in_bpf,
+            busy_in_bpf,
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
                 ..Default::default()
@@ -379,6 +395,10 @@ impl<'a> Scheduler<'a> {
             stats_path: PathBuf::from(DEFAULT_SOCKET),
         };
         sched.refresh_irqs(true)?;
+        match busy_src {
+            Ok(()) => info!("agent loads: the kernel's per-CPU busy time, read in BPF"),
+            Err(why) => info!("agent loads: /proc/stat ({why})"),
+        }
         match sched.irq_events() {
             Some(_) => info!(
                 "IRQ map: re-read on IRQ affinity, IRQ handler and interface events, at most \
@@ -423,18 +443,68 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// Every entry of the `net_tasks` table, read in batches (a few system calls whatever its
-    /// size: the agent reads it every round).
+    /// Run miami_snapshot(): the live entries of `net_tasks` and the per-CPU busy time into
+    /// .bss, in one system call (agent.bpf.c). It also deletes the entries that went stale.
+    /// Without snapshot_busy the other form runs, which leaves the busy time out.
+    fn bpf_snapshot(&self) -> Result<()> {
+        let max_age_ms = task_max_age_ms(self.cfg.release_ns);
+        // TaskRow::from_slot() drops an entry whose age in whole ms exceeds max_age_ms.
+        let mut arg = snapshot_arg {
+            stale_ns: (max_age_ms + 1) * 1_000_000,
+        };
+        // SAFETY: arg is a plain #[repr(C)] struct that outlives the call.
+        let ctx = unsafe {
+            std::slice::from_raw_parts_mut(
+                &mut arg as *mut _ as *mut u8,
+                std::mem::size_of_val(&arg),
+            )
+        };
+        let prog = match self.snapshot_busy {
+            true => &self.skel.progs.miami_snapshot,
+            false => &self.skel.progs.miami_snapshot_tasks,
+        };
+        let out = prog.test_run(ProgramInput {
+            context_in: Some(ctx),
+            ..Default::default()
+        })?;
+        if out.return_value != 0 {
+            bail!("miami_snapshot returned {}", out.return_value as i32);
+        }
+        Ok(())
+    }
+
+    /// Every live entry of the `net_tasks` table, from a fresh snapshot.
     fn read_net_tasks(&self) -> Vec<net_task> {
-        let rows = lookup_all(&self.skel.maps.net_tasks, BATCH).unwrap_or_else(|e| {
+        if let Err(e) = self.bpf_snapshot() {
             warn!("reading net_tasks: {e:#}");
-            Vec::new()
-        });
-        rows.iter()
-            .filter(|(_, v)| v.len() >= std::mem::size_of::<net_task>())
-            // SAFETY: the value is a struct net_task as laid out by bindgen from intf.h.
-            .map(|(_, v)| unsafe { std::ptr::read_unaligned(v.as_ptr() as *const net_task) })
+            return Vec::new();
+        }
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let nr = (bss.snap_nr_tasks as usize).min(bss.snap_tasks.len());
+        bss.snap_tasks[..nr]
+            .iter()
+            // SAFETY: the skeleton's net_task and bindgen's are both struct net_task of intf.h.
+            .map(|t| unsafe { std::ptr::read_unaligned(t as *const _ as *const net_task) })
             .collect()
+    }
+
+    /// The agent's loads since the previous round, from the counters of the snapshot the round
+    /// just took, or from /proc/stat where those cannot stand in for it (busy_from_bpf()).
+    fn read_loads(&mut self) -> Result<Vec<f64>> {
+        if self.busy_in_bpf {
+            let bss = self.skel.maps.bss_data.as_ref().unwrap();
+            if bss.snap_busy_ok != 0 {
+                let n = self.nr_cpus;
+                return Ok(self.load.update_times(times_from_snapshot(
+                    &bss.snap_busy_ns[..n],
+                    &bss.snap_online[..n],
+                    bss.snap_ns,
+                )));
+            }
+            info!("agent loads: /proc/stat (this kernel's BTF lacks kernel_cpustat or runqueues)");
+            self.busy_in_bpf = false;
+        }
+        self.load.read()
     }
 
     /// Recently communicating threads from the `net_tasks` table, their NICs named.
@@ -455,36 +525,20 @@ impl<'a> Scheduler<'a> {
             .collect()
     }
 
-    /// The agent's view of the network tasks, without NIC names (it never shows one). Deletes
-    /// the entries of tasks that stopped communicating, so the table holds live tasks only.
-    fn agent_tasks(&mut self) -> Vec<TaskView> {
+    /// The agent's view of the network tasks, without NIC names (it never shows one).
+    fn agent_tasks(&self) -> Vec<TaskView> {
         let (now, max_age) = (monotonic_ns(), task_max_age_ms(self.cfg.release_ns));
-        let mut stale: Vec<u8> = Vec::new();
-        let mut tasks = Vec::new();
-        for nt in self.read_net_tasks() {
-            match TaskRow::from_slot(&nt, now, max_age, |_, _| String::new()) {
-                Some(t) => tasks.push(TaskView {
-                    tid: t.tid,
-                    intens: t.intens,
-                    irq_cpu: t.irq_cpu,
-                    cpu: t.cpu,
-                    age_ms: t.age_ms,
-                }),
-                None => stale.extend_from_slice(&nt.tid.to_ne_bytes()),
-            }
-        }
-        if !stale.is_empty() {
-            let n = (stale.len() / 4) as u32;
-            if let Err(e) =
-                self.skel
-                    .maps
-                    .net_tasks
-                    .delete_batch(&stale, n, MapFlags::ANY, MapFlags::ANY)
-            {
-                log::debug!("agent: deleting {n} stale net_tasks entries: {e}");
-            }
-        }
-        tasks
+        self.read_net_tasks()
+            .iter()
+            .filter_map(|nt| TaskRow::from_slot(nt, now, max_age, |_, _| String::new()))
+            .map(|t| TaskView {
+                tid: t.tid,
+                intens: t.intens,
+                irq_cpu: t.irq_cpu,
+                cpu: t.cpu,
+                age_ms: t.age_ms,
+            })
+            .collect()
     }
 
     /// One agent round (MiAMI III-D): loads, then the policy's moves and boundaries into BPF.
@@ -492,8 +546,8 @@ impl<'a> Scheduler<'a> {
         self.agent_rounds += 1;
         let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
         let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
-        let loads = self.load.read()?;
         let tasks = self.agent_tasks();
+        let loads = self.read_loads()?;
 
         // Moves BPF applied since the previous round; the swap also refills the budget.
         let bss = self.skel.maps.bss_data.as_mut().unwrap();
