@@ -157,6 +157,7 @@ int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
  *   evicts only to add. Those are looked up one by one, and a quiet round costs as many
  *   lookups as there are network tasks. A walk deletes stale entries after it, up to
  *   MIAMI_SNAP_STALE a round.
+ * The copy of the table is 16,384 x 56 bytes of .bss (917 KB), the size of the table itself.
  */
 u64 snap_ns;					/* CLOCK_MONOTONIC of the snapshot */
 u32 snap_busy_ok;				/* snap_busy_ns and snap_online are filled */

@@ -466,7 +466,7 @@ pub static DERIVED: &[FieldDesc] = &[
         U64,
         "us",
         Gauge,
-        "CPU time of one of the last 10 IRQ map refreshes (--irq-refresh-ms), quick or full (read every 10th, and for each scheduled full scan)"
+        "CPU time of one of the last 10 IRQ map re-reads (after IRQ or interface events, or every --irq-refresh-ms where those are not seen), quick or full (read every 10th, and for each full scan)"
     ),
     field!(
         "irq_scan_cpu_us",

@@ -12,7 +12,8 @@
 # within 55 s. Pass, in the last report printed while all connections were up:
 #   - the agent sees every network task: at least 90% of the 2,000 threads in its last round
 #     (nr_net_tasks); the table before this issue had 256 slots (tid % 256), and until this
-#     stop's lookup_all() a batch-read bug showed 226;
+#     stop's lookup_all() a batch-read bug showed 226 (the table now comes from the snapshot
+#     program, agent.bpf.c, which walks it whole after any entry was added);
 #   - the 16 most intensive rows of the task table are busy threads (server or client side): at
 #     least 3 calls/s, where an idle thread makes 0.5 (intensiveness 1). Not more: this guest
 #     delivers 14 of the 50 sends per second each busy client thread asks for (the server
