@@ -94,6 +94,26 @@ fn as_bytes<T: Copy>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
+/// Run syscall program @prog (BPF_PROG_TEST_RUN) on argument @arg; an error unless it returns 0.
+fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Result<()> {
+    // SAFETY: T is Copy plain data (a bindgen struct) that outlives the call.
+    let ctx = unsafe {
+        std::slice::from_raw_parts_mut(&mut arg as *mut T as *mut u8, std::mem::size_of::<T>())
+    };
+    let out = prog.test_run(ProgramInput {
+        context_in: Some(ctx),
+        ..Default::default()
+    })?;
+    if out.return_value != 0 {
+        bail!(
+            "{} returned {}",
+            prog.name().to_string_lossy(),
+            out.return_value as i32
+        );
+    }
+    Ok(())
+}
+
 /// The agent's configuration within @cfg.
 fn policy_config(cfg: &Config) -> PolicyConfig {
     PolicyConfig {
@@ -449,28 +469,14 @@ impl<'a> Scheduler<'a> {
     fn bpf_snapshot(&self) -> Result<()> {
         let max_age_ms = task_max_age_ms(self.cfg.release_ns);
         // TaskRow::from_slot() drops an entry whose age in whole ms exceeds max_age_ms.
-        let mut arg = snapshot_arg {
+        let arg = snapshot_arg {
             stale_ns: (max_age_ms + 1) * 1_000_000,
-        };
-        // SAFETY: arg is a plain #[repr(C)] struct that outlives the call.
-        let ctx = unsafe {
-            std::slice::from_raw_parts_mut(
-                &mut arg as *mut _ as *mut u8,
-                std::mem::size_of_val(&arg),
-            )
         };
         let prog = match self.snapshot_busy {
             true => &self.skel.progs.miami_snapshot,
             false => &self.skel.progs.miami_snapshot_tasks,
         };
-        let out = prog.test_run(ProgramInput {
-            context_in: Some(ctx),
-            ..Default::default()
-        })?;
-        if out.return_value != 0 {
-            bail!("miami_snapshot returned {}", out.return_value as i32);
-        }
-        Ok(())
+        run_syscall_prog(prog, arg)
     }
 
     /// Every live entry of the `net_tasks` table, from a fresh snapshot.

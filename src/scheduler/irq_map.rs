@@ -4,15 +4,15 @@
 //! in a full scan when an IRQ or interface event says it changed (at most once per
 //! --irq-refresh-ms), or every --irq-refresh-ms where those events cannot be had.
 
-use anyhow::{bail, Context, Result};
-use libbpf_rs::{MapCore, MapFlags, ProgramInput};
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use super::{as_bytes, thread_cpu_us, Scheduler, CPU_CLOCK_EVERY};
+use super::{as_bytes, run_syscall_prog, thread_cpu_us, Scheduler, CPU_CLOCK_EVERY};
 use crate::bpf_intf::{
     miami_consts_MIAMI_MAX_CPUS as MAX_CPUS, nic_cpus, nic_key, set_irq_cpu_arg,
 };
@@ -103,28 +103,12 @@ fn spawn_link_watch() -> Result<()> {
 
 impl Scheduler<'_> {
     fn set_irq_cpu(&mut self, cpu: usize, is_irq: bool) -> Result<()> {
-        let mut arg = set_irq_cpu_arg {
+        let arg = set_irq_cpu_arg {
             cpu: cpu as i32,
             is_irq: is_irq as u32,
         };
-        // SAFETY: arg is a plain #[repr(C)] struct that outlives the call.
-        let ctx = unsafe {
-            std::slice::from_raw_parts_mut(
-                &mut arg as *mut _ as *mut u8,
-                std::mem::size_of_val(&arg),
-            )
-        };
-        let out = self.skel.progs.miami_set_irq_cpu.test_run(ProgramInput {
-            context_in: Some(ctx),
-            ..Default::default()
-        })?;
-        if out.return_value != 0 {
-            bail!(
-                "miami_set_irq_cpu({cpu}) returned {}",
-                out.return_value as i32
-            );
-        }
-        Ok(())
+        run_syscall_prog(&self.skel.progs.miami_set_irq_cpu, arg)
+            .with_context(|| format!("marking CPU {cpu}"))
     }
 
     /// The IRQ map events counted so far, or None where they are not counted (the probes did
