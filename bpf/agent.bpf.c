@@ -29,7 +29,7 @@
  * pairs an old seq with a new CPU or the reverse, which costs one misplaced or one skipped move,
  * still within the budget.
  *
- * The round's inputs: miami_snapshot() below gathers them in one system call.
+ * The round's task table: miami_snapshot() below copies it out in one system call.
  *
  * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
  * main.bpf.c, with the callers' pointer types, as if they were in the same file.
@@ -137,39 +137,22 @@ int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
 }
 
 /*
- * One agent round's inputs, copied by miami_snapshot() into this .bss, which user space reads
- * from memory (mmapped): one system call per round, where reading /proc/stat and batch-reading
- * net_tasks took five or more. Under TCG a round cost about 4 ms of CPU this way, 1.2 ms of it
- * for /proc/stat alone: the kernel formats every CPU's line and sums every IRQ over every CPU
- * for the intr line, and 1.8 ms for net_tasks (docs/results/loader-cost.md).
- *
- * - Busy time per CPU: what /proc/stat counts as busy in its cpuN lines (user, nice, system,
- *   irq, softirq, steal), from the same kernel_cpustat, in ns where /proc/stat has clock ticks.
- *   /proc/stat adds the running task's pending time on nohz_full CPUs (kcpustat_cpu_fetch());
- *   the raw counters lack it, so user space keeps /proc/stat where nohz_full is set, where
- *   kallsyms lack kernel_cpustat or runqueues (miami_snapshot_tasks() then loads instead), and
- *   where this kernel's BTF lacks them (snap_busy_ok stays 0).
- * - The live entries of net_tasks. One silent for at least stale_ns is deleted instead: the
- *   table holds live tasks only. Any walk of the table visits its 16,384 buckets, which took
- *   3.5 ms of CPU under TCG whatever it held; so the snapshot walks the table only after an
- *   entry was added since the last walk (net_tasks_added, counted by netmon.bpf.c). Otherwise
- *   the table holds exactly the tids of the last snapshot, less those deleted here: the LRU
- *   evicts only to add. Those are looked up one by one, and a quiet round costs as many
- *   lookups as there are network tasks. A walk deletes stale entries after it, up to
- *   MIAMI_SNAP_STALE a round.
- * The copy of the table is 16,384 x 56 bytes of .bss (917 KB), the size of the table itself.
+ * The agent round's task table, copied by miami_snapshot() into this .bss, which user space
+ * reads from memory (mmapped): the live entries of net_tasks. One silent for at least stale_ns
+ * is deleted instead: the table holds live tasks only. Any walk of the table visits its 16,384
+ * buckets, which took 3.5 ms of CPU under TCG whatever it held (the batched read from user space
+ * that this replaces, 1.8 ms, paid the same; docs/results/loader-cost.md); so the snapshot walks
+ * the table only after an entry was added since the last walk (net_tasks_added, counted by
+ * netmon.bpf.c). Otherwise the table holds exactly the tids of the last snapshot, less those
+ * deleted here: the LRU evicts only to add. Those are looked up one by one, and a quiet round
+ * costs as many lookups as there are network tasks. A walk deletes stale entries after it, up
+ * to MIAMI_SNAP_STALE a round. The copy is 16,384 x 56 bytes of .bss (917 KB), the size of the
+ * table itself.
  */
-u64 snap_ns;					/* CLOCK_MONOTONIC of the snapshot */
-u32 snap_busy_ok;				/* snap_busy_ns and snap_online are filled */
 u32 snap_nr_tasks;				/* entries of snap_tasks filled */
-u64 snap_busy_ns[MIAMI_MAX_CPUS];		/* busy since boot */
-u8 snap_online[MIAMI_MAX_CPUS];			/* 0: offline, its busy time means nothing */
 struct net_task snap_tasks[MIAMI_MAX_NET_TASKS];
 static s32 snap_stale[MIAMI_SNAP_STALE];
 static u64 snap_added = ~0ULL;			/* net_tasks_added at the last walk; none yet */
-
-extern struct kernel_cpustat kernel_cpustat __ksym __weak;
-extern struct rq runqueues __ksym __weak;
 
 struct snap_walk {
 	u64	now;
@@ -196,27 +179,6 @@ static long snap_task(struct bpf_map *map, s32 *tid, struct net_task *nt, struct
 	__builtin_memcpy(&snap_tasks[i], nt, sizeof(*nt));
 	w->nr = i + 1;
 	return 0;
-}
-
-static void snap_busy(void)
-{
-	u32 cpu;
-
-	if (!bpf_ksym_exists(&kernel_cpustat) || !bpf_ksym_exists(&runqueues))
-		return;
-	bpf_for(cpu, 0, nr_cpu_ids) {
-		struct kernel_cpustat *kc = bpf_per_cpu_ptr(&kernel_cpustat, cpu);
-		struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
-		u64 *t;
-
-		if (!kc || !rq || cpu >= MIAMI_MAX_CPUS)
-			break;
-		t = kc->cpustat;
-		snap_busy_ns[cpu] = t[CPUTIME_USER] + t[CPUTIME_NICE] + t[CPUTIME_SYSTEM] +
-				    t[CPUTIME_IRQ] + t[CPUTIME_SOFTIRQ] + t[CPUTIME_STEAL];
-		snap_online[cpu] = rq->online ? 1 : 0;
-	}
-	snap_busy_ok = 1;
 }
 
 /* Every entry of net_tasks, by a walk of the whole table. */
@@ -270,13 +232,13 @@ static void snap_lookup_known(struct snap_walk *w)
 	w->nr = snap_kept;
 }
 
-static __always_inline int snapshot(struct snapshot_arg *arg, bool busy)
+/* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */
+SEC("syscall")
+int miami_snapshot(struct snapshot_arg *arg)
 {
 	struct snap_walk w = { .stale_ns = arg->stale_ns };
 	u64 added = net_tasks_added;
 
-	if (busy)
-		snap_busy();
 	w.now = bpf_ktime_get_ns();
 	/* Read before the walk: an entry added during it makes the next snapshot walk again. */
 	if (added != snap_added) {
@@ -286,23 +248,5 @@ static __always_inline int snapshot(struct snapshot_arg *arg, bool busy)
 		snap_lookup_known(&w);
 	}
 	snap_nr_tasks = w.nr;
-	snap_ns = w.now;
 	return 0;
-}
-
-/*
- * Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. The second form
- * leaves the busy time out, for a kernel whose kallsyms lack kernel_cpustat or runqueues
- * (without CONFIG_KALLSYMS_ALL the verifier cannot resolve them, and refuses the program).
- */
-SEC("syscall")
-int miami_snapshot(struct snapshot_arg *arg)
-{
-	return snapshot(arg, true);
-}
-
-SEC("syscall")
-int miami_snapshot_tasks(struct snapshot_arg *arg)
-{
-	return snapshot(arg, false);
 }

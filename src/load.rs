@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Per-CPU load for the agent: the busy share of each CPU over the last agent period, as
-//! /proc/stat counts it. The scheduler reads the same counters in BPF (agent.bpf.c
-//! miami_snapshot(), one system call a round with the task table) and hands them to
-//! [`LoadReader::update_times`]; /proc/stat itself is read where that cannot stand in for it
-//! ([`busy_from_bpf`]), and by the TUI.
+//! Per-CPU load for the agent: the busy share of each CPU over the last agent period, from
+//! /proc/stat.
 //!
 //! Why /proc/stat and not the BPF running-time averages (cpu_ctx.load): the work MiAMI moves
 //! tasks away from is largely protocol processing, which runs in hard and soft IRQ context on the
@@ -116,63 +113,9 @@ impl LoadReader {
 
     /// `read` on given /proc/stat text (tests).
     pub fn update(&mut self, text: &str) -> Result<Vec<f64>> {
-        Ok(self.update_times(parse_proc_stat(text)?))
-    }
-
-    /// Busy percent per CPU from times read elsewhere (BPF), in any unit shared by busy and
-    /// total: since the previous call, as `read`.
-    pub fn update_times(&mut self, cur: Vec<CpuTimes>) -> Vec<f64> {
+        let cur = parse_proc_stat(text)?;
         let pct = busy_pct(&self.prev, &cur);
         self.prev = cur;
-        pct
+        Ok(pct)
     }
-}
-
-/// Times for [`LoadReader::update_times`] from a BPF snapshot taken at @at_ns: each CPU's busy
-/// ns since boot (@busy_ns) against the clock, since the busy and idle times of an online CPU
-/// add up to the time that passed. An offline CPU (0 in @online) gets no times, as /proc/stat
-/// omits its line: its load is NaN.
-pub fn times_from_snapshot(busy_ns: &[u64], online: &[u8], at_ns: u64) -> Vec<CpuTimes> {
-    busy_ns
-        .iter()
-        .zip(online)
-        .map(|(&busy, &on)| match on {
-            0 => CpuTimes::default(),
-            _ => CpuTimes {
-                busy: busy.min(at_ns),
-                total: at_ns,
-            },
-        })
-        .collect()
-}
-
-/// The kernel symbols miami_snapshot() reads the busy time from (bpf/agent.bpf.c).
-pub const BUSY_KSYMS: [&str; 2] = ["kernel_cpustat", "runqueues"];
-
-/// Whether miami_snapshot() can read the busy time /proc/stat would give. @nohz_full: the text of
-/// /sys/devices/system/cpu/nohz_full (None: no such file, a kernel without CONFIG_NO_HZ_FULL).
-/// On a nohz_full CPU a busy task's time reaches the counters only when it enters the kernel,
-/// and /proc/stat adds what is pending (kcpustat_cpu_fetch()): there, an agent reading the
-/// counters would see a busy CPU as idle. @kallsyms: /proc/kallsyms, which must name
-/// BUSY_KSYMS: the verifier resolves them there, and a kernel without CONFIG_KALLSYMS_ALL lacks
-/// them (this project's build hosts do). Err says why not.
-pub fn busy_from_bpf(
-    nohz_full: Option<&str>,
-    kallsyms: impl std::io::BufRead,
-) -> std::result::Result<(), String> {
-    match nohz_full.map(str::trim) {
-        None | Some("") | Some("(null)") => {}
-        Some(cpus) => return Err(format!("nohz_full CPUs {cpus}")),
-    }
-    let mut missing = BUSY_KSYMS.to_vec();
-    // "ADDRESS TYPE NAME [MODULE]"; per-CPU symbols come first (lowest addresses).
-    for line in kallsyms.lines().map_while(std::result::Result::ok) {
-        if let Some(name) = line.split_whitespace().nth(2) {
-            missing.retain(|&m| m != name);
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-    }
-    Err(format!("/proc/kallsyms lacks {}", missing.join(", ")))
 }

@@ -24,7 +24,7 @@ use crate::bpf_intf::{net_task, policy_move, snapshot_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
-use crate::load::{busy_from_bpf, times_from_snapshot, LoadReader};
+use crate::load::LoadReader;
 use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
@@ -223,10 +223,6 @@ pub struct Scheduler<'a> {
     known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
-    /// miami_snapshot() loaded, which reads the busy time, rather than miami_snapshot_tasks().
-    snapshot_busy: bool,
-    /// The agent's loads come from the snapshot's counters, not from /proc/stat.
-    busy_in_bpf: bool,
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
     move_seq: u32,
@@ -302,19 +298,6 @@ impl<'a> Scheduler<'a> {
         };
 
         let irq_probes = probes.select(&mut skel);
-        let roots = Roots::default();
-        let busy_src = busy_from_bpf(
-            std::fs::read_to_string(roots.sys.join("devices/system/cpu/nohz_full"))
-                .ok()
-                .as_deref(),
-            std::io::BufReader::new(
-                std::fs::File::open(roots.proc.join("kallsyms"))
-                    .context("opening /proc/kallsyms")?,
-            ),
-        );
-        let busy_in_bpf = busy_src.is_ok();
-        skel.progs.miami_snapshot.set_autoload(busy_in_bpf);
-        skel.progs.miami_snapshot_tasks.set_autoload(!busy_in_bpf);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -373,6 +356,7 @@ impl<'a> Scheduler<'a> {
             }
         );
 
+        let roots = Roots::default();
         let own_ns = roots.proc.join("self/ns/net");
         let own_netns = std::fs::metadata(&own_ns)
             .with_context(|| format!("reading {}", own_ns.display()))?
@@ -402,8 +386,6 @@ impl<'a> Scheduler<'a> {
             known_cpus: topology::online_cpus(&topo).collect(),
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
-            snapshot_busy: busy_in_bpf,
-            busy_in_bpf,
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
                 ..Default::default()
@@ -415,10 +397,6 @@ impl<'a> Scheduler<'a> {
             stats_path: PathBuf::from(DEFAULT_SOCKET),
         };
         sched.refresh_irqs(true)?;
-        match busy_src {
-            Ok(()) => info!("agent loads: the kernel's per-CPU busy time, read in BPF"),
-            Err(why) => info!("agent loads: /proc/stat ({why})"),
-        }
         match sched.irq_events() {
             Some(_) => info!(
                 "IRQ map: re-read on IRQ affinity, IRQ handler and interface events, at most \
@@ -463,20 +441,15 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// Run miami_snapshot(): the live entries of `net_tasks` and the per-CPU busy time into
-    /// .bss, in one system call (agent.bpf.c). It also deletes the entries that went stale.
-    /// Without snapshot_busy the other form runs, which leaves the busy time out.
+    /// Run miami_snapshot(): the live entries of `net_tasks` into .bss, in one system call
+    /// (agent.bpf.c). It also deletes the entries that went stale.
     fn bpf_snapshot(&self) -> Result<()> {
         let max_age_ms = task_max_age_ms(self.cfg.release_ns);
         // TaskRow::from_slot() drops an entry whose age in whole ms exceeds max_age_ms.
         let arg = snapshot_arg {
             stale_ns: (max_age_ms + 1) * 1_000_000,
         };
-        let prog = match self.snapshot_busy {
-            true => &self.skel.progs.miami_snapshot,
-            false => &self.skel.progs.miami_snapshot_tasks,
-        };
-        run_syscall_prog(prog, arg)
+        run_syscall_prog(&self.skel.progs.miami_snapshot, arg)
     }
 
     /// Every live entry of the `net_tasks` table, from a fresh snapshot.
@@ -485,6 +458,11 @@ impl<'a> Scheduler<'a> {
             warn!("reading net_tasks: {e:#}");
             return Vec::new();
         }
+        self.snap_tasks()
+    }
+
+    /// The `net_tasks` entries of the last snapshot.
+    fn snap_tasks(&self) -> Vec<net_task> {
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
         let nr = (bss.snap_nr_tasks as usize).min(bss.snap_tasks.len());
         bss.snap_tasks[..nr]
@@ -492,25 +470,6 @@ impl<'a> Scheduler<'a> {
             // SAFETY: the skeleton's net_task and bindgen's are both struct net_task of intf.h.
             .map(|t| unsafe { std::ptr::read_unaligned(t as *const _ as *const net_task) })
             .collect()
-    }
-
-    /// The agent's loads since the previous round, from the counters of the snapshot the round
-    /// just took, or from /proc/stat where those cannot stand in for it (busy_from_bpf()).
-    fn read_loads(&mut self) -> Result<Vec<f64>> {
-        if self.busy_in_bpf {
-            let bss = self.skel.maps.bss_data.as_ref().unwrap();
-            if bss.snap_busy_ok != 0 {
-                let n = self.nr_cpus;
-                return Ok(self.load.update_times(times_from_snapshot(
-                    &bss.snap_busy_ns[..n],
-                    &bss.snap_online[..n],
-                    bss.snap_ns,
-                )));
-            }
-            info!("agent loads: /proc/stat (this kernel's BTF lacks kernel_cpustat or runqueues)");
-            self.busy_in_bpf = false;
-        }
-        self.load.read()
     }
 
     /// Recently communicating threads from the `net_tasks` table, their NICs named.
@@ -531,10 +490,11 @@ impl<'a> Scheduler<'a> {
             .collect()
     }
 
-    /// The agent's view of the network tasks, without NIC names (it never shows one).
+    /// The agent's view of the network tasks of the last snapshot, without NIC names (it never
+    /// shows one).
     fn agent_tasks(&self) -> Vec<TaskView> {
         let (now, max_age) = (monotonic_ns(), task_max_age_ms(self.cfg.release_ns));
-        self.read_net_tasks()
+        self.snap_tasks()
             .iter()
             .filter_map(|nt| TaskRow::from_slot(nt, now, max_age, |_, _| String::new()))
             .map(|t| TaskView {
@@ -552,8 +512,9 @@ impl<'a> Scheduler<'a> {
         self.agent_rounds += 1;
         let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
         let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
+        let loads = self.load.read()?;
+        self.bpf_snapshot().context("taking the agent's snapshot")?;
         let tasks = self.agent_tasks();
-        let loads = self.read_loads()?;
 
         // Moves BPF applied since the previous round; the swap also refills the budget.
         let bss = self.skel.maps.bss_data.as_mut().unwrap();

@@ -4,7 +4,7 @@
 //! relaxation, the repeat filter, and the /proc/stat parser.
 
 use miami::config::ClassBounds;
-use miami::load::{busy_from_bpf, busy_pct, parse_proc_stat, times_from_snapshot, LoadReader};
+use miami::load::{busy_pct, parse_proc_stat, LoadReader};
 use miami::policy::{
     auto_bounds, overloaded_llcs, widen, Class, Move, MoveKind, Policy, PolicyConfig, TaskView,
     AUTO_START, REPEAT_ROUNDS,
@@ -541,57 +541,6 @@ fn load_reader_rereads_the_live_file() {
     assert!(busy.iter().all(|p| (0.0..=100.0).contains(p)), "{busy:?}");
     // 300 ms spinning on one CPU: at least that one is mostly busy (ticks are 4 ms or less).
     assert!(busy.iter().any(|&p| p >= 50.0), "{busy:?}");
-}
-
-/// The loads from BPF's snapshot (busy ns since boot per CPU, online flags, the clock) match
-/// what /proc/stat gives for the same times: busy over elapsed, NaN for an offline CPU.
-#[test]
-fn snapshot_times_give_the_proc_stat_loads() {
-    let mut r = LoadReader::default();
-    let first = r.update_times(times_from_snapshot(&[0, 0, 0], &[1, 1, 1], 1_000_000_000));
-    assert_eq!(first, vec![0.0, 0.0, 0.0]);
-    // 100 ms later: CPU 0 busy for 80 ms, CPU 1 for all of it, CPU 2 went offline.
-    let l = r.update_times(times_from_snapshot(
-        &[80_000_000, 100_000_000, 5_000_000],
-        &[1, 1, 0],
-        1_100_000_000,
-    ));
-    assert_eq!(l[..2], [80.0, 100.0]);
-    assert!(l[2].is_nan(), "{l:?}");
-    // CPU 2 back: its busy time since boot over the time since boot, for one round; then
-    // deltas again (/proc/stat's missing line behaves alike).
-    let l = r.update_times(times_from_snapshot(
-        &[80_000_000, 150_000_000, 5_000_000],
-        &[1, 1, 1],
-        1_200_000_000,
-    ));
-    assert_eq!(l[..2], [0.0, 50.0]);
-    assert!(l[2] < 1.0, "{l:?}");
-}
-
-/// /proc/stat stands in for the BPF counters where nohz_full CPUs exist or kallsyms lack the
-/// counters' symbols.
-#[test]
-fn busy_from_bpf_unless_nohz_full_or_no_symbols() {
-    let syms = "0000000000000000 A fixed_percpu_data\n0000000000021000 D kernel_cpustat\n\
-                0000000000034500 D runqueues\nffffffff81000000 T _stext\n";
-    assert_eq!(busy_from_bpf(None, syms.as_bytes()), Ok(()));
-    assert_eq!(busy_from_bpf(Some("\n"), syms.as_bytes()), Ok(()));
-    assert_eq!(busy_from_bpf(Some("(null)\n"), syms.as_bytes()), Ok(()));
-    assert_eq!(
-        busy_from_bpf(Some("1-3\n"), syms.as_bytes()),
-        Err("nohz_full CPUs 1-3".to_string())
-    );
-    // Only functions (no CONFIG_KALLSYMS_ALL), and a module's symbol of the same name.
-    let funcs = "ffffffff81000000 T _stext\nffffffffc0000000 t runqueues_x [m]\n";
-    assert_eq!(
-        busy_from_bpf(None, funcs.as_bytes()),
-        Err("/proc/kallsyms lacks kernel_cpustat, runqueues".to_string())
-    );
-    assert_eq!(
-        busy_from_bpf(None, "0 D runqueues\n".as_bytes()),
-        Err("/proc/kallsyms lacks kernel_cpustat".to_string())
-    );
 }
 
 #[test]

@@ -567,7 +567,7 @@ pub static CPU_FIELDS: &[FieldDesc] = &[
         U64,
         "percent",
         Gauge,
-        "busy share over the last agent round, hard and soft IRQ time included, as /proc/stat counts it"
+        "busy share over the last agent round, hard and soft IRQ time included (/proc/stat)"
     ),
 ];
 
