@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::Topology;
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::bpf_intf::{net_task, policy_move, snapshot_arg};
+use crate::bpf_intf::policy_move;
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
@@ -36,8 +36,10 @@ use crate::topology::{self, LlcMap};
 mod irq_map;
 mod probes;
 mod restart;
+mod tasks;
 use irq_map::FULL_SCAN_EVERY;
 pub use probes::{fentry_refused, ProbeAttach};
+use tasks::run_syscall_prog;
 
 /// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;
@@ -92,26 +94,6 @@ fn running_ops() -> Option<String> {
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
     // SAFETY: T is Copy plain data (bindgen structs of integers); the slice borrows @v.
     unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
-}
-
-/// Run syscall program @prog (BPF_PROG_TEST_RUN) on argument @arg; an error unless it returns 0.
-fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Result<()> {
-    // SAFETY: T is Copy plain data (a bindgen struct) that outlives the call.
-    let ctx = unsafe {
-        std::slice::from_raw_parts_mut(&mut arg as *mut T as *mut u8, std::mem::size_of::<T>())
-    };
-    let out = prog.test_run(ProgramInput {
-        context_in: Some(ctx),
-        ..Default::default()
-    })?;
-    if out.return_value != 0 {
-        bail!(
-            "{} returned {}",
-            prog.name().to_string_lossy(),
-            out.return_value as i32
-        );
-    }
-    Ok(())
 }
 
 /// The agent's configuration within @cfg.
@@ -439,37 +421,6 @@ impl<'a> Scheduler<'a> {
                 Counters::default()
             }
         }
-    }
-
-    /// Run miami_snapshot(): the live entries of `net_tasks` into .bss, in one system call
-    /// (agent.bpf.c). It also deletes the entries that went stale.
-    fn bpf_snapshot(&self) -> Result<()> {
-        let max_age_ms = task_max_age_ms(self.cfg.release_ns);
-        // TaskRow::from_slot() drops an entry whose age in whole ms exceeds max_age_ms.
-        let arg = snapshot_arg {
-            stale_ns: (max_age_ms + 1) * 1_000_000,
-        };
-        run_syscall_prog(&self.skel.progs.miami_snapshot, arg)
-    }
-
-    /// Every live entry of the `net_tasks` table, from a fresh snapshot.
-    fn read_net_tasks(&self) -> Vec<net_task> {
-        if let Err(e) = self.bpf_snapshot() {
-            warn!("reading net_tasks: {e:#}");
-            return Vec::new();
-        }
-        self.snap_tasks()
-    }
-
-    /// The `net_tasks` entries of the last snapshot.
-    fn snap_tasks(&self) -> Vec<net_task> {
-        let bss = self.skel.maps.bss_data.as_ref().unwrap();
-        let nr = (bss.snap_nr_tasks as usize).min(bss.snap_tasks.len());
-        bss.snap_tasks[..nr]
-            .iter()
-            // SAFETY: the skeleton's net_task and bindgen's are both struct net_task of intf.h.
-            .map(|t| unsafe { std::ptr::read_unaligned(t as *const _ as *const net_task) })
-            .collect()
     }
 
     /// Recently communicating threads from the `net_tasks` table, their NICs named.
