@@ -39,7 +39,7 @@ mod restart;
 mod tasks;
 use irq_map::FULL_SCAN_EVERY;
 pub use probes::{fentry_refused, ProbeAttach};
-use tasks::run_syscall_prog;
+pub use tasks::run_syscall_prog;
 
 /// How recent a call must be for a task to be listed; older net_tasks entries are deleted.
 const TASK_MAX_AGE_MS: u64 = 5000;

@@ -11,9 +11,10 @@ use std::collections::BTreeSet;
 use std::mem::MaybeUninit;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, ProgramInput};
+use libbpf_rs::{MapCore, MapFlags};
 use miami::bpf_intf::{net_task, snapshot_arg};
 use miami::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use miami::scheduler::run_syscall_prog;
 
 const LIVE: i32 = 9000;
 const STALE: i32 = 3000;
@@ -30,20 +31,11 @@ fn monotonic_ns() -> u64 {
 }
 
 fn snapshot(skel: &BpfSkel) {
-    let mut arg = snapshot_arg { stale_ns: STALE_NS };
-    // SAFETY: arg outlives the call.
-    let ctx = unsafe {
-        std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, std::mem::size_of_val(&arg))
-    };
-    let out = skel
-        .progs
-        .miami_snapshot
-        .test_run(ProgramInput {
-            context_in: Some(ctx),
-            ..Default::default()
-        })
-        .expect("running miami_snapshot (root)");
-    assert_eq!(out.return_value, 0);
+    run_syscall_prog(
+        &skel.progs.miami_snapshot,
+        snapshot_arg { stale_ns: STALE_NS },
+    )
+    .expect("running miami_snapshot (root)");
 }
 
 fn copied(skel: &BpfSkel) -> Vec<net_task> {

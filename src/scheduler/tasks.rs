@@ -10,7 +10,8 @@ use super::{task_max_age_ms, Scheduler};
 use crate::bpf_intf::{net_task, snapshot_arg};
 
 /// Run syscall program @prog (BPF_PROG_TEST_RUN) on argument @arg; an error unless it returns 0.
-pub(super) fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Result<()> {
+/// Public for tests/snapshot.rs, which runs miami_snapshot() the way the scheduler does.
+pub fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Result<()> {
     // SAFETY: T is Copy plain data (a bindgen struct) that outlives the call.
     let ctx = unsafe {
         std::slice::from_raw_parts_mut(&mut arg as *mut T as *mut u8, std::mem::size_of::<T>())
