@@ -9,7 +9,8 @@
  * that main.bpf.c stays under the house limit of ~800 lines while the compiled object stays
  * what it was. The helpers are plain static functions, not __hidden ones in an object of their
  * own (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
- * verifier sees the same programs on every kernel of the matrix.
+ * verifier sees the same programs on every kernel of the matrix. One exception: has_room() is
+ * a global function, verified once (see pick_net_cpu()).
  */
 #ifndef __MIAMI_CPUS_BPF_H
 #define __MIAMI_CPUS_BPF_H
@@ -141,8 +142,10 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
  * look like room after two. Not the time since it started running: under TCG a vCPU the host
  * does not run stretches every run, so a time bound could refuse room under overload.
+ * Global, not static: pick_net_cpu() calls it four times, and inlined each call forked the
+ * verifier's states.
  */
-static bool has_room(s32 cpu, s32 prev_cpu, u64 now)
+__noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 

@@ -211,9 +211,17 @@ static bool target_alive(struct task_ctx *taskc, u64 now)
  * Choose a CPU for network task @p. *@idle tells whether the CPU was idle and claimed (then
  * select_cpu() dispatches directly); otherwise ops.enqueue() queues @p on that CPU's DSQ if it
  * is in the core or cache tier, or on the shared DSQ if not.
+ *
+ * A global function (default visibility: libbpf turns __hidden ones back into static ones), so
+ * the verifier checks it once per program, against its argument types, instead of once for
+ * every state its callers reach it in. As a static function it made ops.enqueue() 72,904
+ * verified instructions (6.3 s of BPF load under TCG, every start of the scheduler); now
+ * 14,433 with has_room() global too (2.4 s). The arg tags give the verifier what the static
+ * version inherited from its callers: a trusted task and non-NULL pointers.
  */
-static s32 pick_net_cpu(struct task_struct *p, struct task_ctx *taskc, s32 prev_cpu,
-			u64 now, bool *idle)
+__noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
+			    struct task_ctx *taskc __arg_nonnull, s32 prev_cpu, u64 now,
+			    bool *idle __arg_nonnull)
 {
 	s32 irq = taskc->irq_cpu, cpu;
 	u32 cls = class_of(taskc->intens);
