@@ -171,8 +171,9 @@ private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
 /* A CPU's LLC and tier, network room, allowed and non-IRQ CPUs: cpus.bpf.h. */
 #include "cpus.bpf.h"
 
-/* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. */
-static s32 pick_idle_cache(const struct task_struct *p, s32 prev_cpu, s32 irq_cpu)
+/* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. Global: see pick_net_cpu(). */
+__noinline s32 pick_idle_cache(const struct task_struct *p __arg_trusted, s32 prev_cpu,
+			       s32 irq_cpu)
 {
 	const struct cpumask *span;
 
@@ -190,9 +191,9 @@ static s32 pick_idle_cache(const struct task_struct *p, s32 prev_cpu, s32 irq_cp
  * not once the task's IRQ CPU moved (the agent decided against the old one), and a target
  * outside the IRQ CPU's LLC (a shed out of it) only while that LLC is overloaded and the
  * target's is not: a network task leaves its LLC only for an overload, and comes back when it
- * ends or follows it there. Drops a dead target.
+ * ends or follows it there. Drops a dead target. Global: see pick_net_cpu().
  */
-static bool target_alive(struct task_ctx *taskc, u64 now)
+__noinline bool target_alive(struct task_ctx *taskc __arg_nonnull, u64 now)
 {
 	s32 cpu = taskc->target_cpu;
 
@@ -216,8 +217,9 @@ static bool target_alive(struct task_ctx *taskc, u64 now)
  * the verifier checks it once per program, against its argument types, instead of once for
  * every state its callers reach it in. As a static function it made ops.enqueue() 72,904
  * verified instructions (6.3 s of BPF load under TCG, every start of the scheduler); now
- * 14,433 with has_room() global too (2.4 s). The arg tags give the verifier what the static
- * version inherited from its callers: a trusted task and non-NULL pointers.
+ * 6,170 with its callees has_room(), target_alive() and pick_idle_cache() global too (1.9 s).
+ * The arg tags give the verifier what the static version inherited from its callers: a
+ * trusted task and non-NULL pointers.
  */
 __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 			    struct task_ctx *taskc __arg_nonnull, s32 prev_cpu, u64 now,
