@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC, its LLC siblings and its tier,
- * network room on a CPU, the CPUs a task may run on (and a mask narrowed to them), the non-IRQ
- * CPUs where non-network work goes, and whether dispatch() may steal the head of a CPU's DSQ.
+ * network room on a CPU, the CPUs a task may run on (and a mask narrowed to them), an idle CPU
+ * in an LLC, the non-IRQ CPUs where non-network work goes, and whether dispatch() may steal the
+ * head of a CPU's DSQ.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc and the LLC runs,
  * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so
  * that main.bpf.c stays under the house limit of ~800 lines while the compiled object stays
  * what it was. The helpers are plain static functions, not __hidden ones in an object of their
  * own (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
- * verifier sees the same programs on every kernel of the matrix. One exception: has_room() is
- * a global function, verified once (see pick_net_cpu()).
+ * verifier sees the same programs on every kernel of the matrix. Exceptions: has_room() and
+ * pick_idle_cache() are global functions, verified once (see pick_net_cpu()).
  */
 #ifndef __MIAMI_CPUS_BPF_H
 #define __MIAMI_CPUS_BPF_H
@@ -199,6 +200,21 @@ static const struct cpumask *allowed_and(const struct task_struct *p, const stru
 		return NULL;
 	bpf_cpumask_and(tmp, mask, p->cpus_ptr);
 	return cast_mask(tmp);
+}
+
+/* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. Global: see pick_net_cpu(). */
+__noinline s32 pick_idle_cache(const struct task_struct *p __arg_trusted, s32 prev_cpu,
+			       s32 irq_cpu)
+{
+	const struct cpumask *span;
+
+	if (prev_cpu != irq_cpu && llc_of(prev_cpu) == llc_of(irq_cpu) &&
+	    cpu_allowed(p, prev_cpu) && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	span = allowed_and(p, llc_span(irq_cpu));
+	if (!span)
+		return -1;
+	return scx_bpf_pick_idle_cpu(span, 0);
 }
 
 /* Is the task running on @cpu a network task? */

@@ -168,23 +168,8 @@ volatile u32 test_error;
 /* CPUs that take no NIC input IRQ: where non-network tasks prefer to run (agent.bpf.c). */
 private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
 
-/* A CPU's LLC and tier, network room, allowed and non-IRQ CPUs: cpus.bpf.h. */
+/* A CPU's LLC and tier, network room, allowed, idle-in-LLC and non-IRQ CPUs: cpus.bpf.h. */
 #include "cpus.bpf.h"
-
-/* An idle CPU in @irq_cpu's LLC for @p, claimed; -1 if none. Global: see pick_net_cpu(). */
-__noinline s32 pick_idle_cache(const struct task_struct *p __arg_trusted, s32 prev_cpu,
-			       s32 irq_cpu)
-{
-	const struct cpumask *span;
-
-	if (prev_cpu != irq_cpu && llc_of(prev_cpu) == llc_of(irq_cpu) &&
-	    cpu_allowed(p, prev_cpu) && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
-		return prev_cpu;
-	span = allowed_and(p, llc_span(irq_cpu));
-	if (!span)
-		return -1;
-	return scx_bpf_pick_idle_cpu(span, 0);
-}
 
 /*
  * Is the agent's target for @taskc still worth following? Not past target_ttl_ns (agent.bpf.c),
@@ -211,15 +196,11 @@ __noinline bool target_alive(struct task_ctx *taskc __arg_nonnull, u64 now)
 /*
  * Choose a CPU for network task @p. *@idle tells whether the CPU was idle and claimed (then
  * select_cpu() dispatches directly); otherwise ops.enqueue() queues @p on that CPU's DSQ if it
- * is in the core or cache tier, or on the shared DSQ if not.
- *
- * A global function (default visibility: libbpf turns __hidden ones back into static ones), so
- * the verifier checks it once per program, against its argument types, instead of once for
- * every state its callers reach it in. As a static function it made ops.enqueue() 72,904
- * verified instructions (6.3 s of BPF load under TCG, every start of the scheduler); now
- * 6,170 with its callees has_room(), target_alive() and pick_idle_cache() global too (1.9 s).
- * The arg tags give the verifier what the static version inherited from its callers: a
- * trusted task and non-NULL pointers.
+ * is in the core or cache tier, or on the shared DSQ if not. Global (not __hidden: libbpf makes
+ * those static), so the verifier checks it once per program instead of once per caller state:
+ * static, with its callees has_room(), target_alive() and pick_idle_cache(), it made enqueue()
+ * 72,904 verified instructions (BPF load 6.3 s under TCG), global 6,170 (1.9 s). The arg tags
+ * give what the static version inherited from its callers: a trusted task, non-NULL pointers.
  */
 __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 			    struct task_ctx *taskc __arg_nonnull, s32 prev_cpu, u64 now,
