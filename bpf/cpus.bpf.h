@@ -143,7 +143,7 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
  * look like room after two. Not the time since it started running: under TCG a vCPU the host
  * does not run stretches every run, so a time bound could refuse room under overload.
- * Global, not static: pick_net_cpu() calls it four times, and inlined each call forked the
+ * Global, not static: pick_net_cpu() calls it five times, and inlined each call forked the
  * verifier's states.
  */
 __noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now)
