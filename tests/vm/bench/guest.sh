@@ -298,6 +298,44 @@ run() {
 		iperf_server $((5201 + i)) "${!ip}"
 		srv+=("$IPERF_SERVER_PID")
 	done
+	local web=
+	if [[ $sc == web ]]; then
+		lighttpd -D -f /tmp/lighttpd.conf & web=$!
+		sleep 0.5
+		srv=("$web")
+	fi
+	# Each measured task's IRQ CPU for the probe: the pinned one; with the kernel's choice
+	# (all) or irqbalance's (irqb), the IRQ itself, followed through the window.
+	local p
+	for ((i = 0; i < n; i++)); do
+		p=$(pair_of $i $n)
+		if [[ $irq == all || $irq == irqb ]]; then
+			local q=IRQ_$p
+			irqof+=(--irq-of "${srv[i]}=${!q}")
+		else
+			local c=IRQ_CPU_$p
+			irqof+=(--irq-cpu-of "${srv[i]}=${!c}")
+		fi
+	done
+	[[ -z $web ]] || irqof=(--irq-cpu-of "$web=$IRQ_CPU_A")
+	# The probe loads now, before the clients connect and the load below starts, and its
+	# window opens on the go file (probe.py --go-file). Started after the hogs, as it used to
+	# be, its Python took 27-38 s to start under them in the 7.3 guest (MIAMI_TRACE=1,
+	# 2026-11-25), and each overload run took 80-110 s for an 8-second window; after the
+	# streams, 6-21 s. Not table3, which runs its own probes.
+	# Not --trace alone: with kernel.bpf_stats_enabled=1 (on for the BPF cost) the 7.3 guest
+	# emitted no sched_stat_runtime events at all (671 in 2 s with it off, 0 with it on), and
+	# every placement came out empty. Sampling /proc instead; switch-ins (--runs) for the web
+	# server, whose runs are too short to sample.
+	local probe_opts=(--hz 100) probe= go=/tmp/bench.go
+	[[ $sc == web ]] && probe_opts=(--trace --runs)
+	rm -f "$go" "$go.ready"
+	if [[ $sc != table3 ]]; then
+		$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
+			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --go-file "$go" --json \
+			>/tmp/probe.json 2>/tmp/probe.err &
+		probe=$!
+	fi
 	for ((i = 0; i < n; i++)); do
 		local ip=ADDR_$(pair_of $i $n)_SRV
 		# Clients run until killed below: under TCG with hogs, the commands before the
@@ -309,31 +347,22 @@ run() {
 	done
 	((n)) && wait_streaming "${srv[@]}"
 	[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "${srv[@]}"
-	# IRQ CPU per pair: the pinned one, or where the kernel put it (all, irqb).
+	# IRQ CPU per pair, for the softirq share: the pinned one, or where the kernel put it
+	# (all, irqb) now that traffic flows.
 	local -A on=()
-	local p
 	for p in "${USE[@]}"; do
 		local c=IRQ_CPU_$p q=IRQ_$p
 		on[$p]=${!c}
 		[[ $irq != all && $irq != irqb ]] || on[$p]=$(first_cpu "${!q}")
 	done
 	[[ $irq != all && $irq != irqb ]] || irq_cpus=$(irq_cpus_now)
-	local ca=${on[A]}
-	for ((i = 0; i < n; i++)); do
-		p=$(pair_of $i $n)
-		if [[ $irq == irqb ]]; then # irqbalance may move them within the window
-			local q=IRQ_$p
-			irqof+=(--irq-of "${srv[i]}=${!q}")
-		else
-			irqof+=(--irq-cpu-of "${srv[i]}=${on[$p]}")
-		fi
-	done
-	local web=
+	if [[ -n $probe ]]; then
+		for ((i = 0; i < 600; i++)); do
+			[[ -e $go.ready ]] || ! kill -0 "$probe" 2>/dev/null && break
+			sleep 0.1
+		done
+	fi
 	if [[ $sc == web ]]; then
-		lighttpd -D -f /tmp/lighttpd.conf & web=$!
-		sleep 0.5
-		srv=("$web"); irqof=(--irq-cpu-of "$web=$ca")
-		[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "$web"
 		# The CSV is written on the client side (the peer's /tmp on a real host) and
 		# fetched below under another name (here both sides share /tmp).
 		"${CLI_EXEC[@]}" ab -q -t "$secs" -n 10000000 -c 4 -e /tmp/ab-peer.csv "http://$ADDR_A_SRV/index.html" >/tmp/ab.out 2>&1 &
@@ -364,22 +393,24 @@ run() {
 		done
 	fi
 	sleep 1
+	# The readings on each side of the window run beside the hogs in overload, where every
+	# fork costs about a second under TCG: builtins where they can (the clock), no Python.
 	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "${on[@]}")
-	cpu0=$(proc_cpu_s); t0=$(date +%s.%N); rx0=$(nic_bytes $dir)
+	cpu0=$(proc_cpu_s); t0=$EPOCHREALTIME; rx0=$(nic_bytes $dir)
 	bpf_cost >/tmp/bpf0.txt
-	# Not --trace alone: with kernel.bpf_stats_enabled=1 (on for the BPF cost) the 7.3 guest
-	# emitted no sched_stat_runtime events at all (671 in 2 s with it off, 0 with it on), and
-	# every placement came out empty. Sampling /proc instead; switch-ins (--runs) for the web
-	# server, whose runs are too short to sample.
-	local probe_opts=(--hz 100)
-	[[ $sc == web ]] && probe_opts=(--trace --runs)
 	if [[ $sc == table3 ]]; then
 		table3_run t3 "$IRQ_CPU_A"
 	else
-		$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
-			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --json >/tmp/probe.json 2>/tmp/probe.err || true
+		: >"$go"
+		wait "$probe" || true
 	fi
 	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "${on[@]}")
+	cpu1=$(proc_cpu_s); rx1=$(nic_bytes $dir)
+	local el=$((${EPOCHREALTIME/./} - ${t0/./}))
+	el=$((el / 1000000)).$(printf %06d $((el % 1000000)))
+	bpf_cost >/tmp/bpf1.txt
+	# The window is over: the hogs go first, so that what follows runs on an idle guest.
+	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	if [[ $s == miami && $sc != table3 ]]; then # for eevdf-pin: each task's most used CPU
 		python3 -c 'import json, sys
 p = json.load(open("/tmp/probe.json"))["pids"]
@@ -387,11 +418,8 @@ for pid in sys.argv[1:]:
     c = p.get(pid, {}).get("cpu") or {}
     print(max(c, key=c.get) if c else "")' "${srv[@]}" >"/tmp/pin-$sc.txt" 2>/dev/null || rm -f "/tmp/pin-$sc.txt"
 	fi
-	cpu1=$(proc_cpu_s); rx1=$(nic_bytes $dir)
 	[[ -z $irq_cpus ]] || irq_cpus="$irq_cpus -> $(irq_cpus_now)"
 	[[ -z $IRQB_PID ]] || { kill "$IRQB_PID"; wait "$IRQB_PID" 2>/dev/null || true; }
-	local el; el=$(python3 -c "import time; print(time.time() - $t0)")
-	bpf_cost >/tmp/bpf1.txt
 	if [[ $sc != web ]]; then # ab ends by itself (-t) and prints its report then
 		kill "${srv[@]}" "${cl[@]}" 2>/dev/null || true
 		pkill -f 'iperf3 -c' 2>/dev/null || true
@@ -400,7 +428,6 @@ for pid in sys.argv[1:]:
 	# Not a bare `wait` (table3 has neither): that would wait for netserver and the sink too.
 	((${#cl[@]} + ${#rr[@]} == 0)) || wait "${cl[@]}" "${rr[@]}" 2>/dev/null || true
 	[[ $sc != web ]] || "${CLI_EXEC[@]}" cat /tmp/ab-peer.csv >/tmp/ab.csv 2>/dev/null || true
-	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
 	stop "$s"

@@ -499,12 +499,20 @@ receivers_run() {
 }
 # BPF run time and calls of the running scheduler's programs (kernel.bpf_stats_enabled=1):
 # "type name ns calls" lines, struct_ops and tracing. Nothing while no scheduler of ours runs.
+# awk on bpftool's plain output ("ID: TYPE  name NAME  tag ... run_time_ns NS run_cnt N", the
+# last two only once the program ran), not Python on its JSON: bench's overload scenario reads
+# this beside a hog on every CPU, where a Python start took 10-12 s under TCG.
 bpf_cost() {
 	[[ -n ${SCHED_PID:-} ]] || return 0
-	bpftool prog show --json 2>/dev/null | python3 -c 'import json, sys
-for p in json.load(sys.stdin):
-    if p.get("run_cnt") and p.get("type") in ("struct_ops", "tracing"):
-        print(p["type"], p.get("name", "?"), p["run_time_ns"], p["run_cnt"])'
+	bpftool prog show 2>/dev/null | awk '$2 == "struct_ops" || $2 == "tracing" {
+		name = "?"; ns = cnt = 0
+		for (i = 3; i < NF; i++) {
+			if ($i == "name") name = $(i + 1)
+			else if ($i == "run_time_ns") ns = $(i + 1)
+			else if ($i == "run_cnt") cnt = $(i + 1)
+		}
+		if (cnt) print $2, name, ns, cnt
+	}'
 }
 stats_total() {
 	awk -v n="$1" '/totals since start/ { t = 1 } t && $1 == n { v = $2 } END { print v + 0 }' "$SCHED_LOG"
