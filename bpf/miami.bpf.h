@@ -37,6 +37,8 @@ struct sock_ctx {
 	u32	netns;			/* inode number of the socket's network namespace */
 	u32	rx_gen;			/* nic_cpus_gen when rx_where was decided */
 	u32	rx_where;		/* enum miami_rx for (ifindex, rx_cpu) */
+	u32	batch;			/* calls since the last tick (netmon.bpf.c, section 6) */
+	u64	tick_jiffies;		/* jiffies at the last tick */
 };
 
 /*

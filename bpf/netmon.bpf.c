@@ -3,11 +3,13 @@
  * scx_miami communication load monitor (MiAMI paper, section III-B).
  *
  * fentry probes on tcp_sendmsg() and tcp_recvmsg() see every TCP send/recv call, in both
- * directions: the paper's placement applies to senders and receivers alike. Each call updates
- * the connection's sock_ctx (socket local storage) and then the calling task's task_ctx (task
- * local storage). No loops over sockets or tasks, no allocation besides the two storages: each
- * call costs two storage lookups, one clock read and a few comparisons; the net_tasks table is
- * written only when the task's view changes and at most once per window otherwise.
+ * directions: the paper's placement applies to senders and receivers alike. Each call is
+ * counted in the connection's sock_ctx (socket local storage), and at most once per jiffy per
+ * connection the calls counted so far update it and the calling task's task_ctx (task local
+ * storage; section 6). No loops over sockets or tasks, no allocation besides the two storages:
+ * a call costs one storage lookup, an atomic add and a jiffies read, a tick two storage lookups,
+ * one clock read and a few comparisons; the net_tasks table is written only when the task's
+ * view changes and at most once per window otherwise.
  *
  * 1. Intensiveness. The paper keeps a "history of recent communication intervals" per
  * connection and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We take "recent"
@@ -95,6 +97,19 @@
  * closed by its task is dropped when it goes quiet rather than at once; in-kernel senders that
  * call tcp_sendmsg() without the socket layer are not seen; the IRQ map events (section 4) are
  * fexit probes too, so the IRQ map is re-read on a period.
+ *
+ * 6. What a call costs. On a real CPU (`make overhead`, docs/results/overhead.md) the clock read
+ * and the task storage lookup each cost about as much as everything else a call did, and a bulk
+ * flow makes tens of thousands of calls a second. So a call only counts itself in its socket
+ * (sock_ctx.batch, an atomic add) and, at most once per jiffy per socket, the first call of a
+ * new jiffy takes the calls counted so far and brings the socket and the task up to date with
+ * them (note_tick(): the clock, the rate windows, the task's storage, the vote, the
+ * representative, net_tasks). Nothing is sampled: every call is counted in the window it was
+ * made in, since a window closes only at a tick and a tick's calls were all made after the one
+ * before; what moves is when a window closes and when the task sees the calls, at most one
+ * jiffy (4 ms at HZ=250) late. A connection slower than one call per jiffy ticks at every
+ * call, as before. The calls of a shared socket (two threads) go to the thread that ticks; a
+ * socket's calls not yet taken when it closes are taken by the tcp_close probe.
  */
 #include "miami.bpf.h"
 
@@ -202,11 +217,12 @@ static __always_inline u32 rate_close(u32 old, s64 elapsed, u32 calls)
 }
 
 /*
- * Count a call at @now in @w and close its window when it is over. Another thread may have
+ * Count @calls calls, the last at @now, in @w and close its window when it is over. The first
+ * call ever only opens the window: a call ends an interval, the first one ends none. Another thread may have
  * moved the window past @now since we read the clock (section "Accepted races"): then the call
  * only counts.
  */
-static __always_inline void rate_note(struct rate_win *w, u64 now)
+static __always_inline void rate_note(struct rate_win *w, u64 now, u32 calls)
 {
 	s64 elapsed;
 
@@ -215,7 +231,7 @@ static __always_inline void rate_note(struct rate_win *w, u64 now)
 		w->last_ns = now;
 		return;
 	}
-	w->win_calls++;
+	w->win_calls += calls;
 	elapsed = now - w->win_start_ns;
 	if (elapsed >= (s64)intens_win_ns) {
 		w->intens = rate_close(w->intens, elapsed, w->win_calls);
@@ -227,24 +243,23 @@ static __always_inline void rate_note(struct rate_win *w, u64 now)
 }
 
 /*
- * rate_note() for a window that several threads update at once (a socket): the call is counted
- * with an atomic add, and only the thread whose compare-and-swap moves the window's start closes
+ * rate_note() for a window that several threads update at once (a socket, when two of them tick
+ * in the same jiffy): the calls are counted with an atomic add, and only the thread whose compare-and-swap moves the window's start closes
  * it, taking the calls counted so far with an atomic exchange. A call counted between the two
  * lands in the closing window instead of the next: one call off, never a window counted twice
  * (plain updates did that, and a row read 2x the true rate).
  */
-static __always_inline void rate_note_shared(struct rate_win *w, u64 now)
+static __always_inline void rate_note_shared(struct rate_win *w, u64 now, u32 calls)
 {
 	u64 start = w->win_start_ns;
 	s64 elapsed;
-	u32 calls;
 
 	if (!w->last_ns) {
 		w->win_start_ns = now;
 		w->last_ns = now;
 		return;
 	}
-	__sync_fetch_and_add(&w->win_calls, 1);
+	__sync_fetch_and_add(&w->win_calls, calls);
 	elapsed = now - start;
 	if (elapsed >= (s64)intens_win_ns &&
 	    __sync_val_compare_and_swap(&w->win_start_ns, start, now) == start) {
@@ -314,18 +329,27 @@ static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *
 	}
 }
 
-/* Count @cpu, the IRQ CPU of a call, in @taskc's majority vote. */
-static __always_inline void vote_irq(struct task_ctx *taskc, s32 cpu)
+/*
+ * Count @calls votes for @cpu, the IRQ CPU of a socket's calls, in @taskc's majority vote: the
+ * same as that many votes one after the other (a vote for another CPU takes one away, and one
+ * with none left takes the vote over), held at VOTE_MAX.
+ */
+static __always_inline void vote_irq(struct task_ctx *taskc, s32 cpu, u32 calls)
 {
+	u32 cnt = taskc->vote_cnt;
+
 	if (cpu < 0)
 		return;
-	if (!taskc->vote_cnt || taskc->vote_cpu == cpu) {
+	if (!cnt || taskc->vote_cpu == cpu) {
 		taskc->vote_cpu = cpu;
-		if (taskc->vote_cnt < VOTE_MAX)
-			taskc->vote_cnt++;
+		cnt += calls;
+	} else if (calls > cnt) {
+		taskc->vote_cpu = cpu;
+		cnt = calls - cnt;
 	} else {
-		taskc->vote_cnt--;
+		cnt -= calls;
 	}
+	taskc->vote_cnt = cnt < VOTE_MAX ? cnt : VOTE_MAX;
 }
 
 /* Derive @taskc's view (intens, irq_cpu) from what it keeps; true if it changed. */
@@ -346,7 +370,8 @@ static __always_inline bool update_view(struct task_ctx *taskc, u64 now)
 	return changed;
 }
 
-static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
+/* A tick of @sockc (section 6), for the @calls calls counted since the last: the task's part. */
+static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 calls)
 {
 	struct task_ctx *taskc;
 	bool changed;
@@ -368,8 +393,8 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 	if (now - taskc->last_comm_ns > intens_win_ns)
 		taskc->vote_cnt = 0;
 	taskc->last_comm_ns = now;
-	rate_note(&taskc->all, now);
-	vote_irq(taskc, sockc->irq_cpu);
+	rate_note(&taskc->all, now, calls);
+	vote_irq(taskc, sockc->irq_cpu, calls);
 	if (sockc->irq_cpu >= 0 && !taskc->rep_cookie) {
 		/* Without a representative, the last connection with an IRQ CPU names the NIC. */
 		taskc->ifindex = sockc->ifindex;
@@ -381,17 +406,12 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now)
 		publish_task(taskc, now, changed);
 }
 
-static __always_inline void note_call(struct sock *sk)
+/* A tick of @sockc (section 6): the @calls calls counted since the last, the last one now. */
+static __always_inline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 calls)
 {
-	struct sock_ctx *sockc;
-	u64 now;
+	u64 now = bpf_ktime_get_ns();
+	s32 irq_cpu;
 
-	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!sockc) {
-		stat_inc(MIAMI_STAT_PROBE_MISSED);
-		return;
-	}
-	now = bpf_ktime_get_ns();
 	if (!sockc->rate.last_ns) {
 		sockc->cookie = bpf_get_socket_cookie(sk);
 		sockc->netns = sk->__sk_common.skc_net.net->ns.inum;
@@ -401,11 +421,37 @@ static __always_inline void note_call(struct sock *sk)
 	/* Until the receive probe has seen a segment: the interface the connection was set up on. */
 	if (!sockc->ifindex)
 		sockc->ifindex = sk->sk_rx_dst_ifindex;
-	rate_note_shared(&sockc->rate, now);
-	sockc->irq_cpu = sockc->ifindex == LOOPBACK_IFINDEX ? MIAMI_NO_CPU :
-			 sk->__sk_common.skc_incoming_cpu;
+	rate_note_shared(&sockc->rate, now, calls);
+	irq_cpu = sockc->ifindex == LOOPBACK_IFINDEX ? MIAMI_NO_CPU : sk->__sk_common.skc_incoming_cpu;
+	if (sockc->irq_cpu != irq_cpu)
+		sockc->irq_cpu = irq_cpu;
 
-	update_task(sockc, now);
+	update_task(sockc, now, calls);
+}
+
+/*
+ * A send or recv call on @sk: counted, and the first of a jiffy ticks (section 6). Two threads
+ * may both see a new jiffy; the exchange gives the calls to one, and the other finds none.
+ */
+static __always_inline void note_call(struct sock *sk)
+{
+	struct sock_ctx *sockc;
+	u64 jiffies;
+	u32 calls;
+
+	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!sockc) {
+		stat_inc(MIAMI_STAT_PROBE_MISSED);
+		return;
+	}
+	__sync_fetch_and_add(&sockc->batch, 1);
+	jiffies = bpf_jiffies64();
+	if (sockc->tick_jiffies == jiffies)
+		return;
+	sockc->tick_jiffies = jiffies;
+	calls = __sync_lock_test_and_set(&sockc->batch, 0);
+	if (calls)
+		note_tick(sk, sockc, calls);
 }
 
 SEC("fentry/tcp_sendmsg")
@@ -435,11 +481,16 @@ int BPF_PROG(miami_tcp_close, struct sock *sk)
 {
 	struct sock_ctx *sockc;
 	struct task_ctx *taskc;
+	u32 calls;
 	u64 now;
 
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, 0);
 	if (!sockc)
 		return 0;
+	/* The calls not taken by a tick yet: the socket has no next call to take them. */
+	calls = __sync_lock_test_and_set(&sockc->batch, 0);
+	if (calls)
+		note_tick(sk, sockc, calls);
 	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0, 0);
 	if (!taskc || !taskc->rep_cookie || taskc->rep_cookie != sockc->cookie)
 		return 0;
@@ -488,9 +539,9 @@ static __always_inline int note_rcv(struct sock *sk, struct sk_buff *skb)
 	if (cpu != sockc->rx_cpu || iif != sockc->ifindex || gen != sockc->rx_gen) {
 		sockc->rx_where = rx_where(sockc->netns, iif, cpu);
 		sockc->rx_gen = gen;
+		sockc->ifindex = iif;
+		sockc->rx_cpu = cpu;
 	}
-	sockc->ifindex = iif;
-	sockc->rx_cpu = cpu;
 	if (sockc->rx_where == MIAMI_RX_IRQ_CPU)
 		stat_inc(MIAMI_STAT_RX_IRQ_CPU);
 	else if (sockc->rx_where == MIAMI_RX_OFF_IRQ)
