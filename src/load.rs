@@ -88,34 +88,56 @@ pub struct LoadReader {
     /// 0 makes the kernel generate it afresh, so open and close would be two system calls
     /// per round for nothing.
     file: Option<std::fs::File>,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl LoadReader {
+    /// A reader whose first read starts with a buffer of @len bytes (tests: the regrowth).
+    pub fn with_buffer_len(len: usize) -> Self {
+        Self {
+            buf: vec![0; len.max(1)],
+            ..Self::default()
+        }
+    }
+
     /// Busy percent per CPU since the previous call (since boot on the first call).
+    ///
+    /// One `pread` at offset 0 into a buffer larger than the file, not a seek and reads until
+    /// end of file (three system calls): under TCG a system call costs about as much as the
+    /// kernel's work of generating the file. A read that fills the buffer may have been cut, so
+    /// it is done again into one twice the size.
     pub fn read(&mut self) -> Result<Vec<f64>> {
-        use std::io::{Read, Seek, SeekFrom};
+        use std::os::unix::fs::FileExt;
         let file = match &mut self.file {
             Some(f) => f,
             None => self
                 .file
                 .insert(std::fs::File::open("/proc/stat").context("opening /proc/stat")?),
         };
-        self.buf.clear();
-        file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.read_to_string(&mut self.buf))
-            .context("reading /proc/stat")?;
-        let text = std::mem::take(&mut self.buf);
-        let pct = self.update(&text);
-        self.buf = text;
-        pct
+        if self.buf.is_empty() {
+            self.buf.resize(16 << 10, 0);
+        }
+        let n = loop {
+            let n = file.read_at(&mut self.buf, 0).context("reading /proc/stat")?;
+            if n < self.buf.len() {
+                break n;
+            }
+            let len = self.buf.len() * 2;
+            self.buf.resize(len, 0);
+        };
+        let text = std::str::from_utf8(&self.buf[..n]).context("/proc/stat is not UTF-8")?;
+        let cur = parse_proc_stat(text)?;
+        Ok(self.advance(cur))
     }
 
     /// `read` on given /proc/stat text (tests).
     pub fn update(&mut self, text: &str) -> Result<Vec<f64>> {
-        let cur = parse_proc_stat(text)?;
+        Ok(self.advance(parse_proc_stat(text)?))
+    }
+
+    fn advance(&mut self, cur: Vec<CpuTimes>) -> Vec<f64> {
         let pct = busy_pct(&self.prev, &cur);
         self.prev = cur;
-        Ok(pct)
+        pct
     }
 }

@@ -543,6 +543,16 @@ fn load_reader_rereads_the_live_file() {
     assert!(busy.iter().any(|&p| p >= 50.0), "{busy:?}");
 }
 
+/// A /proc/stat larger than the read buffer (a big host: a line per CPU, a number per IRQ) is
+/// read whole, not cut at the buffer's end: the same CPUs as with a buffer that holds it.
+#[test]
+fn load_reader_grows_its_buffer() {
+    let whole = LoadReader::default().read().unwrap().len();
+    let mut r = LoadReader::with_buffer_len(64);
+    assert_eq!(r.read().unwrap().len(), whole);
+    assert_eq!(r.read().unwrap().len(), whole);
+}
+
 #[test]
 fn proc_stat_bad_input_is_an_error() {
     let e = parse_proc_stat("intr 1 2\n").unwrap_err().to_string();
