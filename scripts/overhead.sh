@@ -44,7 +44,7 @@ trap cleanup EXIT
 sleep 0.5
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 gbps() { python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9)'; }
-declare -A sum
+declare -A sum runs
 rm -f /tmp/miami-overhead-*.json
 echo "overhead: $rounds rounds of ${secs}s runs, iperf3 over loopback, CPUs: $(nproc), $(uname -r)"
 for ((r = 1; r <= rounds; r++)); do
@@ -68,6 +68,7 @@ for ((r = 1; r <= rounds; r++)); do
 			g=$(iperf3 -c 127.0.0.1 -p $port -t "$secs" -P "$p" -J | gbps)
 			printf '  round %d, %d stream(s), observe %-5s %7.2f Gbit/s\n' "$r" "$p" "$mode" "$g"
 			sum[$p-$mode]=$(python3 -c "print(${sum[$p-$mode]:-0} + $g)")
+			runs[$p-$mode]+=" $g"
 			if [[ $mode == on ]]; then
 				bpftool prog show --json >"/tmp/miami-overhead-r$r-p$p.json"
 				kill -INT "$obs"; wait "$obs" || true; obs=
@@ -82,6 +83,12 @@ echo
 echo "throughput, with --observe / without (goal >= 0.98), and with the floor / without:"
 for p in 1 8; do
 	python3 -c "print(f'  $p stream(s): {${sum[$p-on]} / ${sum[$p-off]}:.3f}, floor {${sum[$p-floor]} / ${sum[$p-off]}:.3f}  ({${sum[$p-off]} / $rounds:.2f} -> {${sum[$p-on]} / $rounds:.2f} Gbit/s)')"
+	# One slow run (a hypervisor's hiccup) moves the sums; the median of the rounds' own ratios
+	# (each run against the run without in the same round) does not.
+	python3 -c 'import statistics, sys
+off, on, fl = (list(map(float, a.split())) for a in sys.argv[1:4])
+print(f"    median of the ratios of the {len(off)} rounds: {statistics.median(b / a for a, b in zip(off, on)):.3f}, floor {statistics.median(b / a for a, b in zip(off, fl)):.3f}")' \
+		"${runs[$p-off]}" "${runs[$p-on]}" "${runs[$p-floor]}"
 done
 echo "ns per probe call (run_time_ns / run_cnt over all runs; goal <= 60), scx_miami's beside the"
 echo "floor's at the same place (a program that only counts) and above it:"
