@@ -118,7 +118,9 @@ impl LoadReader {
             self.buf.resize(16 << 10, 0);
         }
         let n = loop {
-            let n = file.read_at(&mut self.buf, 0).context("reading /proc/stat")?;
+            let n = file
+                .read_at(&mut self.buf, 0)
+                .context("reading /proc/stat")?;
             if n < self.buf.len() {
                 break n;
             }
