@@ -356,12 +356,7 @@ run() {
 		[[ $irq != all && $irq != irqb ]] || on[$p]=$(first_cpu "${!q}")
 	done
 	[[ $irq != all && $irq != irqb ]] || irq_cpus=$(irq_cpus_now)
-	if [[ -n $probe ]]; then
-		for ((i = 0; i < 600; i++)); do
-			[[ -e $go.ready ]] || ! kill -0 "$probe" 2>/dev/null && break
-			sleep 0.1
-		done
-	fi
+	[[ -z $probe ]] || wait_ready "$go.ready" "$probe"
 	if [[ $sc == web ]]; then
 		# The CSV is written on the client side (the peer's /tmp on a real host) and
 		# fetched below under another name (here both sides share /tmp).

@@ -396,6 +396,15 @@ vm_reset() {
 	rm -f /tmp/iperf-*.pid "$SCHED_LOG" /tmp/*.json /tmp/*.jsonl /tmp/*.txt /tmp/*.out
 }
 
+# Wait (at most 60 s) until file $1 exists or process $2 is gone: a probe.py --go-file F says
+# F.ready once loaded, and then waits for F to open its window.
+wait_ready() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[[ -e $1 ]] || ! kill -0 "$2" 2>/dev/null && return 0
+		sleep 0.1
+	done
+}
 # --- placement workloads (scheduler tests) -------------------------------------------------
 # net_default            net_setup, then the default guest's IRQ pinning: receive IRQ of NIC A
 #                        -> CPU 1, NIC B -> CPU 5 (the "IRQ CPUs"); the clients' NICs -> 7 and 3
@@ -486,7 +495,7 @@ receivers_run() {
 	probe=$!
 	# The hook (t_place_hogs: a hog per CPU) runs once the probe is loaded, and the window
 	# starts a second after it.
-	for ((i = 0; i < 600; i++)); do [[ -e $go.ready ]] || ! kill -0 "$probe" 2>/dev/null && break; sleep 0.1; done
+	wait_ready "$go.ready" "$probe"
 	[[ -z ${RECEIVERS_READY:-} ]] || "$RECEIVERS_READY" "$label"
 	sleep 1
 	: >"$go"
@@ -522,12 +531,19 @@ acked_by_pid() {
 	ss -tinpH 'dport = :7001' | awk '/users:/ { match($0, /pid=[0-9]+/); pid = substr($0, RSTART + 4, RLENGTH - 4) }
 		/bytes_acked:/ { match($0, /bytes_acked:[0-9]+/); print pid, substr($0, RSTART + 12, RLENGTH - 12) }'
 }
+# The probe loads while the phase settles (3 s) and opens its window on a go file: its Python
+# start, seconds under TCG, used to come on top of every phase.
 _table3_phase() { # label, phase, its PIDs, probe seconds, IRQ CPU
-	local t0
-	sleep 3
-	acked_by_pid >"/tmp/$1-a$2.txt"; t0=$EPOCHREALTIME
+	local t0 go=/tmp/$1-p$2.go probe
+	rm -f "$go" "$go.ready"
 	$PROBE --pids "$3" --irq-cpu "$5" --duration "$4" --hz 100 --probe-cpu "$PROBE_CPU" \
-		--trace --json >"/tmp/$1-p$2.json" 2>"/tmp/$1-p$2.txt" || true
+		--trace --go-file "$go" --json >"/tmp/$1-p$2.json" 2>"/tmp/$1-p$2.txt" &
+	probe=$!
+	sleep 3
+	wait_ready "$go.ready" "$probe"
+	acked_by_pid >"/tmp/$1-a$2.txt"; t0=$EPOCHREALTIME
+	: >"$go"
+	wait "$probe" || true
 	acked_by_pid >"/tmp/$1-b$2.txt"
 	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }' >"/tmp/$1-dt$2"
 	sleep 1

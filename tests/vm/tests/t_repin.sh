@@ -32,8 +32,11 @@ net_default
 # $1 = label. Receivers and hogs, a probe before the move and one after it:
 # /tmp/$1-{before,after}.json.
 # Under scx_miami the monitor (below) moves the IRQ and times what follows.
+# The probes and the monitor start before the hogs and wait on go files (probe.py --go-file):
+# started beside the 4 hogs, their Python took most of the test (each scheduler's run took 50-60
+# s for 16 s of windows on a slow machine, 2026-11-25).
 run() {
-	local label=$1 pids=() cl=() irqof=() hogs p mon=
+	local label=$1 pids=() cl=() irqof=() hogs p mon= pb pa
 	pin_irq "$IRQ_A" 1
 	for p in 5201 5202 5203 5204; do
 		iperf_server "$p" "$ADDR_A_SRV"
@@ -46,21 +49,33 @@ run() {
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	wait_streaming "${pids[@]}"
-	stress-ng --cpu 4 --timeout 0 --quiet & hogs=$!
-	sleep 2
 	probe_to() {
+		rm -f "/tmp/$label-$1.go" "/tmp/$label-$1.go.ready"
 		$PROBE --pids "$(IFS=,; echo "${pids[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
-			--probe-cpu "$PROBE_CPU" --json >"/tmp/$label-$1.json" 2>"/tmp/$label-$1.txt" || true
+			--probe-cpu "$PROBE_CPU" --go-file "/tmp/$label-$1.go" --json \
+			>"/tmp/$label-$1.json" 2>"/tmp/$label-$1.txt" || true
 	}
-	probe_to before 6
-	rm -f /tmp/moved
+	probe_to before 6 & pb=$!
+	probe_to after 10 & pa=$!
+	rm -f /tmp/moved /tmp/repin.go /tmp/repin.go.ready
 	if [[ $label == miami ]]; then
 		monitor "$(IFS=,; echo "${pids[*]}")" >/tmp/repin.txt 2>&1 & mon=$!
-		for ((p = 0; p < 300; p++)); do [[ -e /tmp/moved ]] && break; sleep 0.1; done
+		wait_ready /tmp/repin.go.ready "$mon"
+	fi
+	wait_ready "/tmp/$label-before.go.ready" "$pb"
+	wait_ready "/tmp/$label-after.go.ready" "$pa"
+	stress-ng --cpu 4 --timeout 0 --quiet & hogs=$!
+	sleep 2
+	: >"/tmp/$label-before.go"
+	wait "$pb"
+	if [[ $label == miami ]]; then
+		: >/tmp/repin.go
+		wait_ready /tmp/moved "$mon"
 	else
 		pin_irq "$IRQ_A" 6
 	fi
-	probe_to after 10
+	: >"/tmp/$label-after.go"
+	wait "$pa"
 	[[ -z $mon ]] || wait "$mon" || true
 	kill "$hogs" "${cl[@]}" "${pids[@]}" 2>/dev/null || true
 	pkill -x stress-ng || true
@@ -69,20 +84,25 @@ run() {
 	echo "--- $label, 10 s from the move on (core = CPU 6):"; cat "/tmp/$label-after.txt"
 }
 
-# $1 = receivers' pids. Polls the task table; moves the IRQ after 1 s (touching /tmp/moved);
-# reports when the IRQ CPU set says 5-6 and when all busy receiver rows show IRQ CPU 6.
+# $1 = receivers' pids. Polls the task table; says ready (/tmp/repin.go.ready) once it reads
+# it, moves the IRQ 1 s after /tmp/repin.go appears (touching /tmp/moved); reports when the
+# IRQ CPU set says 5-6 and when all busy receiver rows show IRQ CPU 6.
 monitor() {
 	python3 - "$bin" "$IRQ_A" "$1" <<'PY'
-import subprocess, sys, time
+import os, subprocess, sys, time
 bin, irq = sys.argv[1], sys.argv[2]
 receivers = set(sys.argv[3].split(","))
 mon = subprocess.Popen([bin, "--monitor", "0.05"], stdout=subprocess.PIPE, text=True)
-t0 = t_set = t_tasks = None
-start = time.monotonic()
+t0 = t_set = t_tasks = start = None
 rows = []
 for line in mon.stdout:
     now = time.monotonic()
-    if t0 is None and now - start > 1.0:
+    if start is None:
+        if not os.path.exists("/tmp/repin.go.ready"):
+            open("/tmp/repin.go.ready", "w").close()
+        if os.path.exists("/tmp/repin.go"):
+            start = now
+    if t0 is None and start is not None and now - start > 1.0:
         with open(f"/proc/irq/{irq}/smp_affinity_list", "w") as f:
             f.write("6")
         t0 = time.monotonic()
