@@ -47,15 +47,24 @@ irqbalance_start() {
 	on_exit "kill $IB 2>/dev/null"
 }
 
-# $1 = label, $2 = seconds: the live-IRQ probe over the receivers.
-probe() {
+# $1 = label, $2 = seconds: the live-IRQ probe over the receivers, loaded now (its Python takes
+# seconds to start under TCG) and measuring from probe_run on.
+probe_load() {
+	rm -f "/tmp/$1.go" "/tmp/$1.go.ready"
 	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
-		--probe-cpu "$PROBE_CPU" --json >"/tmp/$1.json" 2>"/tmp/$1.txt" || true
+		--probe-cpu "$PROBE_CPU" --go-file "/tmp/$1.go" --json >"/tmp/$1.json" 2>"/tmp/$1.txt" &
+	PROBE_PID=$!
+	wait_ready "/tmp/$1.go.ready" "$PROBE_PID"
+}
+probe_run() {
+	: >"/tmp/$1.go"
+	wait "$PROBE_PID" || true
 	echo "--- placement, $1 (core = the receiver's NIC IRQ CPU at each moment):"
 	cat "/tmp/$1.txt"
 }
+probe_load eevdf 6
 irqbalance_start /tmp/irqbalance-eevdf.log
-probe eevdf 6
+probe_run eevdf
 kill -TERM "$IB"
 wait "$IB" || true
 
@@ -126,11 +135,11 @@ follow=$!
 # sized for one machine's speed). It writes unbuffered (-u): a buffered "start actual" never
 # showed, and irqbalance started after the follower's 60 s were over.
 for ((i = 0; i < 300; i++)); do grep -q '^start actual' /tmp/follow.txt && break; sleep 0.1; done
-sleep 0.5
+probe_load miami 16
 irqbalance_start /tmp/irqbalance.log
 t_start=$SECONDS
 sleep 8
-probe miami 16
+probe_run miami
 wait "$follow" || true
 while ((SECONDS - t_start < 26)); do sleep 1; done
 alive=no
