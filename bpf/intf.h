@@ -110,12 +110,12 @@ enum miami_stat {
  * entries that went stale; past MIAMI_MAX_NET_TASKS threads the least recently written go first.
  */
 struct net_task {
-	u64	last_comm_ns;	/* CLOCK_MONOTONIC of its last send/recv call */
+	u64	last_comm_ns;	/* CLOCK_MONOTONIC of its last send/recv tick (a call's, within a jiffy) */
 	s32	tid;
 	s32	tgid;
 	u32	intens;
 	s32	irq_cpu;
-	s32	cpu;		/* CPU of its last call */
+	s32	cpu;		/* CPU of its last tick's call */
 	u32	ifindex;	/* in the namespace netns: ifindexes are per namespace */
 	u8	cls;		/* enum miami_class at its last placement */
 	u8	tier;		/* enum miami_tier it last ran in */

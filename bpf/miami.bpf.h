@@ -24,6 +24,13 @@ struct rate_win {
 	u32	intens;			/* of the last closed window; 0 = none closed yet */
 };
 
+/* A CPU's calls on a socket since its last tick there (netmon.bpf.c, section 6). */
+struct sock_slot {
+	s32	key;			/* the CPU's id + 1, 0 = free */
+	u32	calls;			/* calls counted since its last tick */
+	u64	tick_jiffies;		/* jiffies at its last tick */
+};
+
 /*
  * Per-connection state of the communication load monitor (paper III-B, "miami_node"), in
  * socket local storage so it lives and dies with the socket.
@@ -37,8 +44,7 @@ struct sock_ctx {
 	u32	netns;			/* inode number of the socket's network namespace */
 	u32	rx_gen;			/* nic_cpus_gen when rx_where was decided */
 	u32	rx_where;		/* enum miami_rx for (ifindex, rx_cpu) */
-	u32	batch;			/* calls since the last tick (netmon.bpf.c, section 6) */
-	u64	tick_jiffies;		/* jiffies at the last tick */
+	struct sock_slot slot[2];	/* the last two CPUs that called on it */
 };
 
 /*
@@ -49,8 +55,8 @@ struct sock_ctx {
  * is").
  */
 struct task_ctx {
-	/* The view placement reads, rewritten by the task's own calls. */
-	u64	last_comm_ns;		/* last send/recv call on any connection */
+	/* The view placement reads, rewritten at the task's own ticks (netmon.bpf.c, section 6). */
+	u64	last_comm_ns;		/* last tick of its send/recv calls on any connection */
 	u32	intens;			/* 1..10^6; 0 = not measured yet */
 	s32	irq_cpu;		/* IRQ (softirq) CPU to be near, -1 unknown */
 	u32	ifindex;		/* its receiving interface, 0 unknown */
@@ -58,7 +64,7 @@ struct task_ctx {
 
 	/* What the view is derived from. */
 	u64	rep_cookie;		/* representative connection's socket cookie, 0 none */
-	u64	rep_last_ns;		/* last call on the representative connection */
+	u64	rep_last_ns;		/* last tick on the representative connection */
 	u32	rep_intens;		/* its intensiveness */
 	s32	rep_irq;		/* its IRQ CPU */
 	u64	chal_since_ns;		/* another connection has been winning since, 0 none */

@@ -5,16 +5,16 @@
  * fentry probes on tcp_sendmsg() and tcp_recvmsg() see every TCP send/recv call, in both
  * directions: the paper's placement applies to senders and receivers alike. Each call is
  * counted in the connection's sock_ctx (socket local storage), and at most once per jiffy per
- * connection the calls counted so far update it and the calling task's task_ctx (task local
- * storage; section 6). No loops over sockets or tasks, no allocation besides the two storages:
- * a call costs one storage lookup, an atomic add and a jiffies read, a tick two storage lookups,
- * one clock read and a few comparisons; the net_tasks table is written only when the task's
- * view changes and at most once per window otherwise.
+ * connection and thread the calls counted so far update it and the calling task's task_ctx
+ * (task local storage): a "tick" (section 6). No loops over sockets or tasks, no allocation
+ * besides the two storages: a call costs one storage lookup, a count and a jiffies read, a tick
+ * a task storage lookup, one clock read and a few comparisons; the net_tasks table is written
+ * only when the task's view changes and at most once per window otherwise.
  *
  * 1. Intensiveness. The paper keeps a "history of recent communication intervals" per
  * connection and evaluates 10^6 / Average, Average in us clamped to [1, 10^6]. We take "recent"
  * as windows of time (rate_note()): the mean interval over the calls of a window of
- * intens_win_ns (100 ms), i.e. window length / calls in it, closed by the first call after the
+ * intens_win_ns (100 ms), i.e. window length / calls in it, closed by the first tick after the
  * window has passed, and averaged with the windows before, halving their weight each time
  * (rate_close()). A window with one call gives that call's interval, so a slow connection is
  * measured by its own gaps. Why not the last N intervals: traffic is bursty (a sender blocks on
@@ -58,7 +58,7 @@
  *  - a majority vote over the IRQ CPUs of its calls (vote_cpu/vote_cnt, capped at VOTE_MAX, so
  *    a new majority wins within a few calls; a silence of one window starts a new vote, so a
  *    task that comes back on another NIC follows it at its first call).
- * From them, at each call: intens = the larger of the live representative's and the all-calls
+ * From them, at each tick: intens = the larger of the live representative's and the all-calls
  * rate; irq_cpu = the live representative's, else the vote. The paper's representative assumes
  * connections that live long enough to have a rate. A server whose connections carry one
  * request each (a web server under a load generator, an RPC front end, netperf TCP_CRR) has
@@ -68,10 +68,10 @@
  * from the representative when there is one, because the vote flips between two equally used
  * connections (the proxy) where the representative holds.
  *
- * Races: two threads calling on one socket at once (a sender and a receiver thread) update its
+ * Races: two threads ticking on one socket at once (a sender and a receiver thread) update its
  * window with atomics (rate_note_shared()): a call is counted once and a window closed once. The
  * clock is read after the storage lookup, and a window that another thread moved past our clock
- * reading only counts our call: without that a negative elapsed time read as a huge one and the
+ * reading only counts our calls: without that a negative elapsed time read as a huge one and the
  * rate as 1. Other sock_ctx fields (IRQ CPU, interface) are last-writer-wins, which is what they
  * mean. A task's task_ctx is written only by the task itself, with plain stores.
  *
@@ -94,22 +94,35 @@
  * family pass right after the protocol's sendmsg/recvmsg returns (kept when the socket is TCP
  * over IPv4 or IPv6, as tcp_sendmsg()/tcp_recvmsg() are), and tcp_probe, the first thing
  * tcp_rcv_established() does. Differences: tcp_close() has no tracepoint, so a representative
- * closed by its task is dropped when it goes quiet rather than at once; in-kernel senders that
+ * closed by its task is dropped when it goes quiet rather than at once, and the calls that wait
+ * in a slot for a tick when a socket closes are not counted (section 6: a connection that
+ * carries one request, recv, send and close within a jiffy on one CPU, counts one call
+ * instead of two or three in its task's all-calls rate); in-kernel senders that
  * call tcp_sendmsg() without the socket layer are not seen; the IRQ map events (section 4) are
  * fexit probes too, so the IRQ map is re-read on a period.
  *
  * 6. What a call costs. On a real CPU (`make overhead`, docs/results/overhead.md) the clock read
  * and the task storage lookup each cost about as much as everything else a call did, and a bulk
- * flow makes tens of thousands of calls a second. So a call only counts itself in its socket
- * (sock_ctx.batch, an atomic add) and, at most once per jiffy per socket, the first call of a
- * new jiffy takes the calls counted so far and brings the socket and the task up to date with
- * them (note_tick(): the clock, the rate windows, the task's storage, the vote, the
- * representative, net_tasks). Nothing is sampled: every call is counted in the window it was
- * made in, since a window closes only at a tick and a tick's calls were all made after the one
- * before; what moves is when a window closes and when the task sees the calls, at most one
- * jiffy (4 ms at HZ=250) late. A connection slower than one call per jiffy ticks at every
- * call, as before. The calls of a shared socket (two threads) go to the thread that ticks; a
- * socket's calls not yet taken when it closes are taken by the tcp_close probe.
+ * flow makes tens of thousands of calls a second. So a call only counts itself in its socket,
+ * in the slot of the CPU it runs on (sock_ctx.slot, two per socket, cpu_slot()), and the first
+ * call on the socket from that CPU in a new jiffy takes the calls the slot counted and brings
+ * the socket and the calling task up to date with them (a tick, note_tick(): the clock, the rate
+ * windows, the task's storage, the vote, the representative, net_tasks). Nothing is sampled:
+ * every call is counted, in the window it was made in or, if a window ended between it and its
+ * tick (at most one jiffy, 4 ms at HZ=250, after the slot's previous tick), the next one. A call
+ * made in the jiffy of its slot's last tick waits there for the socket's next call from that
+ * CPU (a thread that moved to another CPU takes over the slot least recently ticked, its calls
+ * with it), or for the socket's close: the tcp_close probe takes them if that tick was in this
+ * jiffy or the last, and drops older ones rather than date them at the close. Per CPU, not per
+ * socket: with one count per socket, the first call of each jiffy took every thread's calls, so
+ * a thread that calls rarely beside a fast one on the same socket almost never ticked, and its
+ * representative looked quiet (tests/host/observe.sh: a reader of 50 calls a second beside a
+ * writer of 50,000 on the build host's CPU had no fresh row at all; per CPU its rows read the
+ * writer's, also with both threads pinned to one CPU). Per thread cost 35-45 ns more per call
+ * there than per CPU: the current task is a helper call, whose return that CPU's Safe RET
+ * mitigation makes slow, where the CPU id is inlined. A thread that calls less often than once
+ * per jiffy ticks at every call, as before; so does a call from a third CPU while the two slots
+ * were both ticked in the current jiffy.
  */
 #include "miami.bpf.h"
 
@@ -217,10 +230,9 @@ static __always_inline u32 rate_close(u32 old, s64 elapsed, u32 calls)
 }
 
 /*
- * Count @calls calls, the last at @now, in @w and close its window when it is over. The first
- * call ever only opens the window: a call ends an interval, the first one ends none. Another thread may have
- * moved the window past @now since we read the clock (section "Accepted races"): then the call
- * only counts.
+ * Count @calls calls, the last at @now, in @w and close its window when it is over. A call ends
+ * an interval, except the first one ever, which opens the window. Another thread may have moved
+ * the window past @now since we read the clock (section 3, Races): then the calls only count.
  */
 static __always_inline void rate_note(struct rate_win *w, u64 now, u32 calls)
 {
@@ -229,6 +241,7 @@ static __always_inline void rate_note(struct rate_win *w, u64 now, u32 calls)
 	if (!w->last_ns) {
 		w->win_start_ns = now;
 		w->last_ns = now;
+		w->win_calls = calls - 1;
 		return;
 	}
 	w->win_calls += calls;
@@ -243,11 +256,11 @@ static __always_inline void rate_note(struct rate_win *w, u64 now, u32 calls)
 }
 
 /*
- * rate_note() for a window that several threads update at once (a socket, when two of them tick
- * in the same jiffy): the calls are counted with an atomic add, and only the thread whose compare-and-swap moves the window's start closes
- * it, taking the calls counted so far with an atomic exchange. A call counted between the two
- * lands in the closing window instead of the next: one call off, never a window counted twice
- * (plain updates did that, and a row read 2x the true rate).
+ * rate_note() for a window that two threads may update at once (a socket both tick on): the
+ * calls are counted with an atomic add, and only the thread whose compare-and-swap moves the
+ * window's start closes it, taking the calls counted so far with an atomic exchange. Calls
+ * counted between the two land in the closing window instead of the next: one tick off, never a
+ * window counted twice (plain updates did that, and a row read 2x the true rate).
  */
 static __always_inline void rate_note_shared(struct rate_win *w, u64 now, u32 calls)
 {
@@ -257,6 +270,7 @@ static __always_inline void rate_note_shared(struct rate_win *w, u64 now, u32 ca
 	if (!w->last_ns) {
 		w->win_start_ns = now;
 		w->last_ns = now;
+		__sync_fetch_and_add(&w->win_calls, calls - 1);
 		return;
 	}
 	__sync_fetch_and_add(&w->win_calls, calls);
@@ -291,7 +305,7 @@ static __always_inline bool rep_live(const struct task_ctx *taskc, u64 now)
 /*
  * Make @sockc's connection @taskc's representative if it should be (section 3). A connection
  * that would take over from a representative the task still has must keep winning, at every
- * call of any challenger, for one window (chal_since_ns): the host stops a TCG guest's vCPUs
+ * tick of any challenger, for one window (chal_since_ns): the host stops a TCG guest's vCPUs
  * for hundreds of ms, after which both of a relay's connections look quiet, and the one whose
  * window closes first looks slower; one such stop swapped them, and a CI run counted 8 swaps in
  * 6 s against 5 allowed. A challenger loses the moment the representative is live and not
@@ -370,8 +384,11 @@ static __always_inline bool update_view(struct task_ctx *taskc, u64 now)
 	return changed;
 }
 
-/* A tick of @sockc (section 6), for the @calls calls counted since the last: the task's part. */
-static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 calls)
+/*
+ * A tick of @sockc (section 6), for the @calls calls counted since the last: the task's part.
+ * @closing: the socket is being closed, so it is no candidate for representative.
+ */
+static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 calls, bool closing)
 {
 	struct task_ctx *taskc;
 	bool changed;
@@ -400,14 +417,16 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
 		taskc->ifindex = sockc->ifindex;
 		taskc->netns = sockc->netns;
 	}
-	update_rep(taskc, sockc, now);
+	if (!closing)
+		update_rep(taskc, sockc, now);
 	changed = update_view(taskc, now);
 	if (taskc->intens)
 		publish_task(taskc, now, changed);
 }
 
 /* A tick of @sockc (section 6): the @calls calls counted since the last, the last one now. */
-static __always_inline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 calls)
+static __always_inline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 calls,
+				      bool closing)
 {
 	u64 now = bpf_ktime_get_ns();
 	s32 irq_cpu;
@@ -426,16 +445,42 @@ static __always_inline void note_tick(struct sock *sk, struct sock_ctx *sockc, u
 	if (sockc->irq_cpu != irq_cpu)
 		sockc->irq_cpu = irq_cpu;
 
-	update_task(sockc, now, calls);
+	update_task(sockc, now, calls, closing);
 }
 
 /*
- * A send or recv call on @sk: counted, and the first of a jiffy ticks (section 6). Two threads
- * may both see a new jiffy; the exchange gives the calls to one, and the other finds none.
+ * The slot of @sockc that this CPU counts in (section 6): its own, else the one ticked longest
+ * ago, taken over with the calls it holds (another CPU's, from an earlier jiffy: a thread that
+ * moved here takes its own calls along); NULL when both were ticked in this jiffy by two other
+ * CPUs. Keyed by CPU, not thread: the CPU id is inlined by the verifier, where the current task
+ * is a helper call, and on the build host's AMD CPU (Safe RET) that call cost the send probe
+ * 40-60 ns. Two threads on one CPU share its slot, so calls of one may tick with the other's:
+ * at most a jiffy of calls, where a thread that sleeps between calls is usually switched out.
+ * Plain stores: a slot is written by the CPU that holds it; a takeover races with its old
+ * holder's last store at worst, one call off.
  */
+static __always_inline struct sock_slot *cpu_slot(struct sock_ctx *sockc, u64 jiffies)
+{
+	s32 key = bpf_get_smp_processor_id() + 1, old;
+	struct sock_slot *slot;
+
+	if (sockc->slot[0].key == key)
+		return &sockc->slot[0];
+	if (sockc->slot[1].key == key)
+		return &sockc->slot[1];
+	slot = &sockc->slot[sockc->slot[1].tick_jiffies < sockc->slot[0].tick_jiffies];
+	old = slot->key;
+	if (slot->tick_jiffies == jiffies ||
+	    __sync_val_compare_and_swap(&slot->key, old, key) != old)
+		return NULL;
+	return slot;
+}
+
+/* A send or recv call on @sk: counted in this CPU's slot, and the first of a jiffy ticks. */
 static __always_inline void note_call(struct sock *sk)
 {
 	struct sock_ctx *sockc;
+	struct sock_slot *slot;
 	u64 jiffies;
 	u32 calls;
 
@@ -444,14 +489,20 @@ static __always_inline void note_call(struct sock *sk)
 		stat_inc(MIAMI_STAT_PROBE_MISSED);
 		return;
 	}
-	__sync_fetch_and_add(&sockc->batch, 1);
 	jiffies = bpf_jiffies64();
-	if (sockc->tick_jiffies == jiffies)
+	slot = cpu_slot(sockc, jiffies);
+	if (!slot) {
+		note_tick(sk, sockc, 1, false);
 		return;
-	sockc->tick_jiffies = jiffies;
-	calls = __sync_lock_test_and_set(&sockc->batch, 0);
-	if (calls)
-		note_tick(sk, sockc, calls);
+	}
+	calls = slot->calls + 1;
+	if (slot->tick_jiffies == jiffies) {
+		slot->calls = calls;
+		return;
+	}
+	slot->tick_jiffies = jiffies;
+	slot->calls = 0;
+	note_tick(sk, sockc, calls, false);
 }
 
 SEC("fentry/tcp_sendmsg")
@@ -480,17 +531,28 @@ SEC("fentry/tcp_close")
 int BPF_PROG(miami_tcp_close, struct sock *sk)
 {
 	struct sock_ctx *sockc;
+	struct sock_slot *slot;
 	struct task_ctx *taskc;
+	u64 now, jiffies;
 	u32 calls;
-	u64 now;
 
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, 0);
 	if (!sockc)
 		return 0;
-	/* The calls not taken by a tick yet: the socket has no next call to take them. */
-	calls = __sync_lock_test_and_set(&sockc->batch, 0);
-	if (calls)
-		note_tick(sk, sockc, calls);
+	/*
+	 * The calls counted on this CPU since its last tick on the socket: no next call will take
+	 * them. Only if that tick was in this jiffy or the last, so they were made just now, most
+	 * likely by the closing thread; older ones would date a long-idle socket's calls at its
+	 * close.
+	 */
+	jiffies = bpf_jiffies64();
+	slot = &sockc->slot[sockc->slot[1].key == bpf_get_smp_processor_id() + 1];
+	if (slot->key == bpf_get_smp_processor_id() + 1 && slot->calls &&
+	    jiffies - slot->tick_jiffies <= 1) {
+		calls = slot->calls;
+		slot->calls = 0;
+		note_tick(sk, sockc, calls, true);
+	}
 	taskc = bpf_task_storage_get(&task_ctx_stor, bpf_get_current_task_btf(), 0, 0);
 	if (!taskc || !taskc->rep_cookie || taskc->rep_cookie != sockc->cookie)
 		return 0;

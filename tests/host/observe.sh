@@ -11,6 +11,15 @@
 #     threads with an intensiveness and no IRQ CPU (-1: loopback names none);
 #   - the agent's loads: a CPU kept busy by a pinned spinner reads at least 90% busy
 #     (OpenMetrics miami_cpu_load): the spinner alone fills it, whatever else runs there;
+#   - one socket, a fast and a slow thread (shapes duplex against shapes ping over 127.0.0.1:
+#     the writer sends every 20 us, pinned to CPU 0; the reader, pinned to CPU 1, gets 64 bytes
+#     every 20 ms): both are represented by the connection (paper III-B), so the reader's median
+#     row is at least half the writer's. On a real CPU the writer makes dozens of calls per
+#     jiffy; with one call count per socket (the monitor updates a task once per jiffy,
+#     netmon.bpf.c section 6) the first call of each jiffy took both threads' calls, nearly
+#     always the writer's, so the reader's representative looked quiet and its rows fell to its
+#     own rate. Counted per CPU, each ticks with its own. (A VM under TCG does not show it: the
+#     host stops the writer's vCPU for milliseconds at a time, and the reader often comes first.)
 #   - SIGINT ends it with exit 0 and nothing of ours stays loaded (bpftool), the socket gone.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
 set -uo pipefail
@@ -64,6 +73,20 @@ spin=$!
 sleep 1
 om=$(timeout -s INT 2.5 "$bin" --monitor 1 --format openmetrics 2>/dev/null)
 wait "$spin" || true
+shapes=$top/target/tools/shapes
+"$shapes" ping 5392 20000 &
+ping=$!
+sleep 0.3
+"$shapes" duplex 127.0.0.1 5392 20 4 /tmp/miami-duplex.times >/tmp/miami-duplex.out &
+dup=$!
+for i in $(seq 50); do grep -q send_tid /tmp/miami-duplex.out && break; sleep 0.1; done
+read -r wtid rtid < <(awk '/send_tid/ { print $4, $6 }' /tmp/miami-duplex.out)
+taskset -pc 0 "$wtid" >/dev/null 2>&1
+taskset -pc 1 "$rtid" >/dev/null 2>&1
+sleep 1.5
+mon2=$(timeout -s INT 2.2 "$bin" --monitor 0.5 2>/dev/null)
+wait "$dup" || true
+kill "$ping" 2>/dev/null
 kill -INT "$obs"
 rc=0
 wait "$obs" || rc=$?
@@ -77,6 +100,14 @@ check_eq "their IRQ CPUs" "$(echo "$rows" | awk '{ print $7 }' | sort -u | paste
 check_ge "their highest intensiveness" "$(echo "$rows" | awk '$4 > m { m = $4 } END { print m + 0 }')" 10
 check_ge "CPU 1's load with a spinner pinned there, last scrape" \
 	"$(echo "$om" | awk -F'[{}" ]+' '/^miami_cpu_load\{cpu="1"/ { v = $NF } END { print v + 0 }')" 90
+cat /tmp/miami-duplex.out
+# Task-table rows (tid tgid comm intens class tier irq cpu nic age_ms) of each thread, fresh.
+med() { echo "$mon2" | awk -v t="$1" '$1 == t && NF == 10 && $10 < 500 { print $4 }' | sort -n |
+	awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
+mw=$(med "${wtid:-x}") mr=$(med "${rtid:-x}")
+echo "observe: duplex writer $wtid median row $mw, reader $rtid median row $mr"
+check_ge "one socket, fast writer and slow reader: reader's median row, % of the writer's" \
+	"$(awk -v w="$mw" -v r="$mr" 'BEGIN { print (w > 0 ? int(100 * r / w) : 0) }')" 50
 check_eq "exit status on SIGINT" "$rc" 0
 # The kernel frees programs after the loader's exit, once their links' grace periods end:
 # tracepoint links took up to a second here. Up to 10 s, as the VM tests' progs_left().

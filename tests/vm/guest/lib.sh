@@ -396,14 +396,18 @@ vm_reset() {
 	rm -f /tmp/iperf-*.pid "$SCHED_LOG" /tmp/*.json /tmp/*.jsonl /tmp/*.txt /tmp/*.out
 }
 
-# Wait (at most 60 s) until file $1 exists or process $2 is gone: a probe.py --go-file F says
-# F.ready once loaded, and then waits for F to open its window.
+# Wait (at most 60 s) until file $1 exists: a probe.py --go-file F says F.ready once loaded, and
+# then waits for F to open its window. Fails, saying why, when process $2 ends first or the time
+# is up (the caller's probe output then says more).
 wait_ready() {
 	local i
 	for ((i = 0; i < 600; i++)); do
-		[[ -e $1 ]] || ! kill -0 "$2" 2>/dev/null && return 0
+		[[ -e $1 ]] && return 0
+		kill -0 "$2" 2>/dev/null || { log "process $2 ended before it made $1"; return 1; }
 		sleep 0.1
 	done
+	log "no $1 after 60 s"
+	return 1
 }
 # --- placement workloads (scheduler tests) -------------------------------------------------
 # net_default            net_setup, then the default guest's IRQ pinning: receive IRQ of NIC A
@@ -495,7 +499,7 @@ receivers_run() {
 	probe=$!
 	# The hook (t_place_hogs: a hog per CPU) runs once the probe is loaded, and the window
 	# starts a second after it.
-	wait_ready "$go.ready" "$probe"
+	wait_ready "$go.ready" "$probe" || true
 	[[ -z ${RECEIVERS_READY:-} ]] || "$RECEIVERS_READY" "$label"
 	sleep 1
 	: >"$go"
@@ -540,7 +544,7 @@ _table3_phase() { # label, phase, its PIDs, probe seconds, IRQ CPU
 		--trace --go-file "$go" --json >"/tmp/$1-p$2.json" 2>"/tmp/$1-p$2.txt" &
 	probe=$!
 	sleep 3
-	wait_ready "$go.ready" "$probe"
+	wait_ready "$go.ready" "$probe" || true
 	acked_by_pid >"/tmp/$1-a$2.txt"; t0=$EPOCHREALTIME
 	: >"$go"
 	wait "$probe" || true

@@ -54,7 +54,7 @@ probe_load() {
 	$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
 		--probe-cpu "$PROBE_CPU" --go-file "/tmp/$1.go" --json >"/tmp/$1.json" 2>"/tmp/$1.txt" &
 	PROBE_PID=$!
-	wait_ready "/tmp/$1.go.ready" "$PROBE_PID"
+	wait_ready "/tmp/$1.go.ready" "$PROBE_PID" || true
 }
 probe_run() {
 	: >"/tmp/$1.go"
@@ -71,6 +71,8 @@ wait "$IB" || true
 pin_irq "$IRQ_A" 7
 pin_irq "$IRQ_B" 7
 sched_start --interval-ms 500 --irq-refresh-ms 500 --class-bounds 20,10
+# Before the follower: its 26 s run from its own start, and irqbalance must start within them.
+probe_load miami 16
 # The follow check runs for 26 s, from before irqbalance starts.
 python3 -u - "$LIB_DIR" "$bin" "$IRQ_A" "$IRQ_B" >/tmp/follow.txt 2>&1 <<'PY' &
 import subprocess, sys, time
@@ -135,7 +137,6 @@ follow=$!
 # sized for one machine's speed). It writes unbuffered (-u): a buffered "start actual" never
 # showed, and irqbalance started after the follower's 60 s were over.
 for ((i = 0; i < 300; i++)); do grep -q '^start actual' /tmp/follow.txt && break; sleep 0.1; done
-probe_load miami 16
 irqbalance_start /tmp/irqbalance.log
 t_start=$SECONDS
 sleep 8

@@ -50,27 +50,27 @@ run() {
 	done
 	wait_streaming "${pids[@]}"
 	probe_to() {
-		rm -f "/tmp/$label-$1.go" "/tmp/$label-$1.go.ready"
 		$PROBE --pids "$(IFS=,; echo "${pids[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
 			--probe-cpu "$PROBE_CPU" --go-file "/tmp/$label-$1.go" --json \
 			>"/tmp/$label-$1.json" 2>"/tmp/$label-$1.txt" || true
 	}
+	rm -f /tmp/"$label"-{before,after}.go{,.ready}
 	probe_to before 6 & pb=$!
 	probe_to after 10 & pa=$!
 	rm -f /tmp/moved /tmp/repin.go /tmp/repin.go.ready
 	if [[ $label == miami ]]; then
 		monitor "$(IFS=,; echo "${pids[*]}")" >/tmp/repin.txt 2>&1 & mon=$!
-		wait_ready /tmp/repin.go.ready "$mon"
+		wait_ready /tmp/repin.go.ready "$mon" || true
 	fi
-	wait_ready "/tmp/$label-before.go.ready" "$pb"
-	wait_ready "/tmp/$label-after.go.ready" "$pa"
+	wait_ready "/tmp/$label-before.go.ready" "$pb" || true
+	wait_ready "/tmp/$label-after.go.ready" "$pa" || true
 	stress-ng --cpu 4 --timeout 0 --quiet & hogs=$!
 	sleep 2
 	: >"/tmp/$label-before.go"
 	wait "$pb"
 	if [[ $label == miami ]]; then
 		: >/tmp/repin.go
-		wait_ready /tmp/moved "$mon"
+		wait_ready /tmp/moved "$mon" || true
 	else
 		pin_irq "$IRQ_A" 6
 	fi

@@ -15,15 +15,19 @@
  *                           shapes: relay tid T reads N writes M secs S
  *                         (N read()s that returned data, M send()s, S seconds up to EOF)
  *   shapes duplex HOST PORT DELAY_US SECS TIMES
- *                         one socket to an echo server, two threads: A sends 64 bytes every
- *                         DELAY_US for SECS, then shuts down its write side; B recv()s (64 KiB)
- *                         until EOF. Prints once both threads run, then at the end:
+ *                         one socket to an echo server (or ping), two threads: A sends 64 bytes
+ *                         every DELAY_US for SECS, then shuts down its write side; B recv()s
+ *                         (64 KiB) until EOF. Prints once both threads run, then at the end:
  *                           shapes: duplex send_tid A recv_tid B
  *                           shapes: duplex sends N recvs M secs S calls_per_s R
  *                         (M recv()s that returned data, S from the first to the last send,
  *                         R = (N + M) / S: calls per second on the one socket), and writes to
  *                         the file TIMES the CLOCK_BOOTTIME second (the clock of /proc/uptime)
  *                         at which each of those calls began, one per line
+ *   shapes ping PORT EVERY_US
+ *                         accept forever; per connection, read and discard everything, and
+ *                         send 64 bytes every EVERY_US (slept) until the peer's EOF: the far
+ *                         end of a socket with a fast writer and a slow reader (duplex)
  *   shapes bulkthen HOST1 PORT1 BULK_SECS HOST2 PORT2 EVERY_MS COUNT
  *                         one thread: 16 KiB sends back to back to HOST1:PORT1 (a sink) for
  *                         BULK_SECS, close; then COUNT times, every EVERY_MS: connect to
@@ -204,8 +208,43 @@ static void *drain_conn(void *arg)
 	return read_loop((long)arg, 0);
 }
 
+/* ping: the microseconds between two sends on each connection. */
+static double ping_every_us;
+
+/* ping's sender: until a send fails (the reader shut the connection down at EOF); then closes. */
+static void *ping_send(void *arg)
+{
+	char buf[64] = { 0 };
+	int c = (long)arg;
+
+	while (send(c, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
+		usleep((useconds_t)ping_every_us);
+	close(c);
+	return NULL;
+}
+
+/* ping's connection thread: reads until EOF, then stops the sender, which closes. */
+static void *ping_conn(void *arg)
+{
+	char *buf = malloc(BUFSZ);
+	int c = (long)arg;
+
+	if (!buf)
+		fail("shapes: malloc");
+	if (spawn_detached(ping_send, c, 0)) {
+		close(c);
+		free(buf);
+		return NULL;
+	}
+	while (read(c, buf, BUFSZ) > 0)
+		;
+	shutdown(c, SHUT_RDWR);
+	free(buf);
+	return NULL;
+}
+
 /*
- * echo and tpc: accept forever, a detached thread per connection; tpc counts them. The soft
+ * echo, tpc and ping: accept forever, a detached thread per connection; tpc counts them. The soft
  * RLIMIT_NOFILE is raised to the hard one (best effort) for thousands of connections.
  */
 static int serve(int port, int backlog, void *(*fn)(void *), size_t stack, int count)
@@ -517,14 +556,18 @@ int main(int argc, char **argv)
 	if (argc == 9 && !strcmp(mode, "bulkthen"))
 		return bulkthen(argv[2], atoi(argv[3]), atof(argv[4]), argv[5], atoi(argv[6]),
 				atof(argv[7]), atoi(argv[8]));
+	if (argc == 4 && !strcmp(mode, "ping") && atof(argv[3]) > 0) {
+		ping_every_us = atof(argv[3]);
+		return serve(atoi(argv[2]), 16, ping_conn, 0, 0);
+	}
 	if (argc == 3 && !strcmp(mode, "tpc"))
 		return serve(atoi(argv[2]), 4096, drain_conn, 65536, 1);
 	if (argc == 9 && !strcmp(mode, "fanout") && atoi(argv[4]) > 0 && atoi(argv[5]) > 0)
 		return fanout(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atof(argv[6]),
 			      atof(argv[7]), atof(argv[8]));
 	fprintf(stderr, "usage: shapes echo PORT | shapes relay PORT HOST2 PORT2 | shapes duplex HOST"
-		" PORT DELAY_US SECS TIMES | shapes bulkthen HOST1 PORT1 BULK_SECS HOST2 PORT2 EVERY_MS"
-		" COUNT | shapes tpc PORT | shapes fanout HOST PORT N BUSY_EVERY BUSY_DELAY_US"
-		" IDLE_MS SECS\n");
+		" PORT DELAY_US SECS TIMES | shapes ping PORT EVERY_US | shapes bulkthen HOST1 PORT1"
+		" BULK_SECS HOST2 PORT2 EVERY_MS COUNT | shapes tpc PORT | shapes fanout HOST PORT N"
+		" BUSY_EVERY BUSY_DELAY_US IDLE_MS SECS\n");
 	return 2;
 }
