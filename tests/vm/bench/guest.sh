@@ -378,7 +378,22 @@ run() {
 			iperf3 -c "$ip" -p $((5301 + i)) -t 3600 >/dev/null 2>&1 &
 			cl+=($!)
 		done
-		stress-ng --cpu "$(nproc)" --timeout 0 --quiet & hogs=$!
+		local ncpu kids=() k
+		ncpu=$(nproc)
+		stress-ng --cpu "$ncpu" --timeout 0 --quiet & hogs=$!
+		# The window measures the overload, not its start: stress-ng forks its workers one
+		# by one (a fork took about a second here under TCG), and while some CPUs still idle
+		# both EEVDF and the agent rightly move receivers onto them, out of their LLC too.
+		# A window that opened 1 s after the start read 88.4% core+cache for EEVDF and 93.2%
+		# for scx_miami in CI (2026-11-25), where 25-40 s of settling read 95-100% for both.
+		# Wait for every worker (counted with a builtin), then 2 s: 20 agent rounds.
+		for ((k = 0; k < 100; k++)); do
+			# (no newline at its end: read fills kids and still returns 1)
+			kids=(); read -r -a kids <"/proc/$hogs/task/$hogs/children" 2>/dev/null || true
+			((${#kids[@]} < ncpu)) || break
+			sleep 0.2
+		done
+		sleep 2
 	fi
 	if [[ $sc == mix-* ]]; then
 		for ((i = 0; i < ${sc#mix-}; i++)); do

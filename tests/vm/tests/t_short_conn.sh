@@ -16,8 +16,13 @@
 #     once; lighttpd runs a few hundred short bursts, a few ms in all, which run time sampling
 #     cannot place): at least 90% in core+cache, no less than EEVDF's in the same run (EEVDF's
 #     wakeups follow the softirq that wakes the server and mostly stay in CPU 1's LLC too), and
-#     at least 20 points more on CPU 1 itself: the core tier is what MiAMI adds (a free IRQ CPU
-#     takes every class, so the low class the old code gave it placed it there too here).
+#     at most half of EEVDF's share of runs off CPU 1 itself: the core tier is what MiAMI adds
+#     (a free IRQ CPU takes every class, so the low class the old code gave it placed it there
+#     too here). EEVDF's wakeups follow the softirq onto CPU 1 more often than not, hog there or
+#     not: 70.8%, 89.5% and (with 6 hogs) 79.1% of the runs, so the check used to be "20 points
+#     more than EEVDF on CPU 1", which a run where EEVDF read 89.5% failed by construction
+#     (scx_miami 97.3%). Off CPU 1, those runs read 29.2%, 10.5% and 20.9% for EEVDF against
+#     0.3%, 2.7% and 2.2% for scx_miami; in the run after the change, 88.6% against 0.0%.
 # Requests per second are printed for both schedulers (a TCG figure, not a claim).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
@@ -95,11 +100,11 @@ calls=$(cat /tmp/miami-calls)
 log "lighttpd: intensiveness $intens (mean of 8 rows), TCP calls/s counted by kprobes $calls"
 log "requests/s: EEVDF $(cat /tmp/eevdf-rps), scx_miami $(cat /tmp/miami-rps)"
 cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)'
-core='round(100 * d["total"]["tiers"]["core"], 1)'
-base=$(jget /tmp/eevdf.json "$cc") base_core=$(jget /tmp/eevdf.json "$core")
+off='round(100 * (1 - d["total"]["tiers"]["core"]), 1)'
+base=$(jget /tmp/eevdf.json "$cc") base_off=$(jget /tmp/eevdf.json "$off")
 check_eq "lighttpd is a network task with IRQ CPU 1" "$(awk '{ print $3, $7 }' <<<"$row")" "lighttpd 1"
 # Intensiveness is calls per second (10^6 / mean interval in us). Each row shows one 100 ms window,
-# which under 4 hogs swings by 2x either way (58-158 where the count said 195): the mean of 8 must
+# which under the hogs swings by 2x either way (58-158 where the count said 195): the mean of 8 must
 # lie within a factor of 3 below and 2 above the count. Before this issue it was that of whichever
 # connection lived past a 100 ms window: 12 and 25 where the count said 195 and 201.
 check_ge "lighttpd intensiveness against its calls/s ($calls)" "$intens" "$((calls / 3))"
@@ -108,7 +113,7 @@ check_eq "probe events lost" "$(jget /tmp/miami.json 'd["lost_events"]')" 0
 check_ge "lighttpd runs seen" "$(jget /tmp/miami.json 'd["samples"]')" 100
 check_ge "lighttpd core+cache %" "$(jget /tmp/miami.json "$cc")" 90
 check_ge "lighttpd core+cache % against EEVDF's ($base%)" "$(jget /tmp/miami.json "$cc")" "$base"
-check_ge "lighttpd core % (EEVDF $base_core% + 20)" "$(jget /tmp/miami.json "$core")" \
-	"$(python3 -c "print($base_core + 20)")"
+check_le "lighttpd runs off CPU 1 % (EEVDF's ${base_off}% / 2)" "$(jget /tmp/miami.json "$off")" \
+	"$(python3 -c "print($base_off / 2)")"
 check_ge "ab requests/s under scx_miami" "$(cat /tmp/miami-rps)" 1
 finish
