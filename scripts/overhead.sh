@@ -15,15 +15,16 @@
 # Prints figures and the goals beside them (<= 60 ns per call, <= 2% throughput loss); asserts
 # nothing. Needs root and bpftool. Traffic stays on 127.0.0.1.
 #   scripts/overhead.sh [SECS per run, default 5] [ROUNDS, default 3]   (`make overhead` builds
-#   the floor's objects first)
+#   the floor's objects first). MIAMI_BIN=PATH measures another build of scx_miami (an older
+#   commit's, to compare two in one session).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-bin=$top/target/release/scx_miami
+bin=${MIAMI_BIN:-$top/target/release/scx_miami}
 secs=${1:-5} rounds=${2:-3}
 [[ $secs =~ ^[1-9][0-9]*$ && $rounds =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "usage: scripts/overhead.sh [SECS per run, >= 1] [ROUNDS, >= 1] (got '$secs' '$rounds')" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "overhead: run as root" >&2; exit 1; }
-[[ -x $bin ]] || { echo "overhead: no $bin (make build)" >&2; exit 1; }
+[[ -x $bin ]] || { echo "overhead: no scx_miami at $bin (make build, or MIAMI_BIN=PATH)" >&2; exit 1; }
 floor_dir=/sys/fs/bpf/miami-overhead-floor
 for f in tp fentry; do
 	[[ -e $top/target/tools/floor-$f.bpf.o ]] || { echo "overhead: no target/tools/floor-$f.bpf.o (make overhead)" >&2; exit 1; }
