@@ -5,7 +5,7 @@
  * fentry probes on tcp_sendmsg() and tcp_recvmsg() see every TCP send/recv call, in both
  * directions: the paper's placement applies to senders and receivers alike. Each call is
  * counted in the connection's sock_ctx (socket local storage), and at most once per jiffy per
- * connection and thread the calls counted so far update it and the calling task's task_ctx
+ * connection and CPU the calls counted so far update it and the calling task's task_ctx
  * (task local storage): a "tick" (section 6). No loops over sockets or tasks, no allocation
  * besides the two storages: a call costs one storage lookup, a count and a jiffies read, a tick
  * a task storage lookup, one clock read and a few comparisons; the net_tasks table is written
@@ -452,10 +452,9 @@ static __always_inline void note_tick(struct sock *sk, struct sock_ctx *sockc, u
  * The slot of @sockc that this CPU counts in (section 6): its own, else the one ticked longest
  * ago, taken over with the calls it holds (another CPU's, from an earlier jiffy: a thread that
  * moved here takes its own calls along); NULL when both were ticked in this jiffy by two other
- * CPUs. Keyed by CPU, not thread: the CPU id is inlined by the verifier, where the current task
- * is a helper call, and on the build host's AMD CPU (Safe RET) that call cost the send probe
- * 40-60 ns. Two threads on one CPU share its slot, so calls of one may tick with the other's:
- * at most a jiffy of calls, where a thread that sleeps between calls is usually switched out.
+ * CPUs. Keyed by CPU, not thread, for the cost (section 6). Two threads on one CPU share its
+ * slot, so calls of one may tick with the other's: at most a jiffy of calls, where a thread that
+ * sleeps between calls is usually switched out.
  * Plain stores: a slot is written by the CPU that holds it; a takeover races with its old
  * holder's last store at worst, one call off.
  */
