@@ -448,6 +448,16 @@ static __always_inline void note_tick(struct sock *sk, struct sock_ctx *sockc, u
 	update_task(sockc, now, calls, closing);
 }
 
+/* The slot of @sockc held by the CPU of slot key @key (its id + 1), NULL if it holds none. */
+static __always_inline struct sock_slot *own_slot(struct sock_ctx *sockc, s32 key)
+{
+	if (sockc->slot[0].key == key)
+		return &sockc->slot[0];
+	if (sockc->slot[1].key == key)
+		return &sockc->slot[1];
+	return NULL;
+}
+
 /*
  * The slot of @sockc that this CPU counts in (section 6): its own, else the one ticked longest
  * ago, taken over with the calls it holds (another CPU's, from an earlier jiffy: a thread that
@@ -463,10 +473,9 @@ static __always_inline struct sock_slot *cpu_slot(struct sock_ctx *sockc, u64 ji
 	s32 key = bpf_get_smp_processor_id() + 1, old;
 	struct sock_slot *slot;
 
-	if (sockc->slot[0].key == key)
-		return &sockc->slot[0];
-	if (sockc->slot[1].key == key)
-		return &sockc->slot[1];
+	slot = own_slot(sockc, key);
+	if (slot)
+		return slot;
 	slot = &sockc->slot[sockc->slot[1].tick_jiffies < sockc->slot[0].tick_jiffies];
 	old = slot->key;
 	if (slot->tick_jiffies == jiffies ||
@@ -532,8 +541,8 @@ int BPF_PROG(miami_tcp_close, struct sock *sk)
 	struct sock_ctx *sockc;
 	struct sock_slot *slot;
 	struct task_ctx *taskc;
-	u64 now, jiffies;
 	u32 calls;
+	u64 now;
 
 	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, 0);
 	if (!sockc)
@@ -544,10 +553,8 @@ int BPF_PROG(miami_tcp_close, struct sock *sk)
 	 * likely by the closing thread; older ones would date a long-idle socket's calls at its
 	 * close.
 	 */
-	jiffies = bpf_jiffies64();
-	slot = &sockc->slot[sockc->slot[1].key == bpf_get_smp_processor_id() + 1];
-	if (slot->key == bpf_get_smp_processor_id() + 1 && slot->calls &&
-	    jiffies - slot->tick_jiffies <= 1) {
+	slot = own_slot(sockc, bpf_get_smp_processor_id() + 1);
+	if (slot && slot->calls && bpf_jiffies64() - slot->tick_jiffies <= 1) {
 		calls = slot->calls;
 		slot->calls = 0;
 		note_tick(sk, sockc, calls, true);
