@@ -41,12 +41,14 @@ target/tools/floor-fentry.bpf.o: scripts/overhead-floor.bpf.c
 	$(BPF_CLANG) -target bpf -g -O2 -Wall -Werror -DFENTRY -c -o $@ $<
 
 # fmt, clippy, host tests, then the VM suite on every kernel of the matrix (the BPF verifier runs
-# there); ends with "N passed, N failed". The Debian package is built first: t_ops installs it.
-test: build deb
+# there); ends with "N passed, N failed". The Debian package is built first: t_ops installs it;
+# the floor's objects too: the host tests run the short form of `make overhead`.
+test: build deb target/tools/floor-tp.bpf.o target/tools/floor-fentry.bpf.o
 	scripts/test.sh
 
 # The TCP probes' cost on this host's own CPU (--observe, no VM, no sched_ext needed): loopback
-# throughput with and without, ns per probe call. Prints figures, asserts nothing (root).
+# throughput with and without, ns per probe call. Prints figures, asserts nothing (root); its
+# short form in `make test` (tests/host/overhead.sh) checks that the harness works.
 overhead: build target/tools/floor-tp.bpf.o target/tools/floor-fentry.bpf.o
 	scripts/overhead.sh
 

@@ -172,13 +172,16 @@ const volatile u64 intens_win_ns = 100000000;
 /* Write @taskc to net_tasks: when its view changed (@changed), else once per window. */
 static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool changed)
 {
-	u64 pid_tgid = bpf_get_current_pid_tgid();
-	s32 tid = (u32)pid_tgid;
 	struct net_task *nt;
+	u64 pid_tgid;
+	s32 tid;
 
 	if (!changed && now - taskc->pub_ns < intens_win_ns)
 		return;
 	taskc->pub_ns = now;
+	/* After the check: a helper call, which most ticks need not make. */
+	pid_tgid = bpf_get_current_pid_tgid();
+	tid = (u32)pid_tgid;
 	nt = bpf_map_lookup_elem(&net_tasks, &tid);
 	if (!nt) {
 		struct net_task fresh = { .tid = tid, .tgid = pid_tgid >> 32 };

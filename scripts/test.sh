@@ -5,7 +5,8 @@
 #   1. cargo fmt --check                      (1 check)
 #   2. cargo clippy -D warnings               (1 check)
 #   3. host tests: cargo test                 (every test counts), and --observe on this host's
-#      kernel (tests/host/observe.sh, every check counts)
+#      kernel (tests/host/observe.sh), and the short form of `make overhead`
+#      (tests/host/overhead.sh; both: every check counts)
 #   4. VM suite: tests/vm/suite.sh            (every test x kernel counts; the BPF object is
 #      loaded, i.e. verified, on every kernel of the matrix)
 # Ends with one line "N passed, N failed" and exits non-zero if anything failed.
@@ -32,12 +33,21 @@ f=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s +
 passed=$((passed + p)) failed=$((failed + f))
 ((rc == 0 || f > 0)) || failed=$((failed + 1)) # a build error fails the step without a count
 
+# A host script of PASS/FAIL lines: each line counts, and a failure without one counts one.
+host_checks() {
+	local log=/tmp/miami-$1.log p f rc
+	"tests/host/$1.sh" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -c '^PASS' "$log") f=$(grep -c '^FAIL' "$log")
+	passed=$((passed + p)) failed=$((failed + f))
+	((rc == 0 || f > 0)) || failed=$((failed + 1))
+}
+
 step "--observe on this host's kernel (BTF, no sched_ext; fentry or tracepoints)"
-tests/host/observe.sh 2>&1 | tee /tmp/miami-observe.log
-rc=${PIPESTATUS[0]}
-p=$(grep -c '^PASS' /tmp/miami-observe.log) f=$(grep -c '^FAIL' /tmp/miami-observe.log)
-passed=$((passed + p)) failed=$((failed + f))
-((rc == 0 || f > 0)) || failed=$((failed + 1))
+host_checks observe
+
+step "make overhead, short form (one round of 1-second runs; the figures are make overhead's)"
+host_checks overhead
 
 if [[ ${1:-} != --no-vm ]]; then
 	step "VM suite"

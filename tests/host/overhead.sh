@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host tier, the short form of `make overhead` (scripts/overhead.sh): one round of 1-second runs
+# on this machine's own kernel. Root. Traffic: iperf3 over 127.0.0.1 only. It checks that the
+# harness works end to end, not the figures (those are `make overhead`'s, on a quiet machine):
+#   - it exits 0 and prints a throughput above zero for each kind of run, 1 and 8 streams;
+#   - each TCP probe of scx_miami has a paired figure, and in the paired runs scx_miami's probe
+#     and the floor's at the same place saw the same calls (within 1%: a count that differs
+#     means the two were not attached to the same place or not for the same runs, and their
+#     difference would not be the probe's cost);
+#   - nothing stays behind: no miami_ or floor_ program, no bpffs of its own mounted, no iperf3 server, and
+#     kernel.bpf_stats_enabled as it was.
+# Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+check_eq() { if [[ $2 == "$3" ]]; then pass "$1 = $2"; else fail "$1 = $2, want $3"; fi; }
+
+stats0=$(cat /proc/sys/kernel/bpf_stats_enabled)
+out=$("$top/scripts/overhead.sh" 1 1 2>&1)
+rc=$?
+echo "$out"
+check_eq "exit status" "$rc" 0
+for p in 1 8; do
+	# "  1 stream(s): 0.966, floor 0.841  (20.30 -> 19.62 Gbit/s)"
+	line=$(grep -E "^  $p stream\(s\): " <<<"$out")
+	check_eq "$p stream(s): without and with --observe, both above 0 Gbit/s" \
+		"$(awk -F'[(> ]+' '{ print ($(NF - 3) > 0 && $(NF - 1) > 0) ? "yes" : "no" }' <<<"${line:-x}")" yes
+	for mode in off on floor paired; do
+		check_eq "$p stream(s), observe $mode: above 0 Gbit/s" \
+			"$(awk -v p="$p" -v m="$mode" '$3 == p && $6 == m { print ($7 > 0) ? "yes" : "no" }' <<<"$out")" yes
+	done
+done
+# "                             paired: 125.5 over 2833357 calls, floor 119.4 over 2833367, above it 6.1 ns"
+paired=$(grep -A1 -E '^  miami_(tp|tcp)_' <<<"$out" | grep 'paired:')
+check_eq "TCP probes with a paired figure" "$(grep -c . <<<"$paired")" 3
+check_eq "paired runs: scx_miami's and the floor's calls within 1% of each other, per probe" \
+	"$(awk '{ m = $4; f = $9; sub(",", "", f); d = m - f; if (d < 0) d = -d
+		print (m > 0 && d * 100 <= m) ? "yes" : "no" }' <<<"$paired" | sort -u | paste -sd,)" yes
+for i in $(seq 0 100); do
+	left=$(bpftool prog show 2>/dev/null | grep -cE 'name (miami|floor)_' || true)
+	((left == 0)) && break
+	sleep 0.1
+done
+check_eq "programs left (10 s)" "$left" 0
+check_eq "its bpffs left mounted" "$(grep -c ' /tmp/miami-overhead-bpffs' /proc/mounts)" 0
+check_eq "iperf3 server left" "$(pgrep -f 'iperf3 -s -B 127.0.0.1 -p 5390' >/dev/null && echo yes || echo no)" no
+check_eq "kernel.bpf_stats_enabled" "$(cat /proc/sys/kernel/bpf_stats_enabled)" "$stats0"
+echo "$passed passed, $failed failed"
+((failed == 0))
