@@ -13,8 +13,8 @@
 #     program, from bpftool), and of the floor's: what any program costs there (on a host that
 #     is itself a VM, a hypervisor's share included), and scx_miami's above it. "Above it" comes
 #     from a fourth kind of run, paired: scx_miami and the floor attached together, so both
-#     programs see the same calls at the same time. From separate runs the floor read 89-145 ns
-#     in one session on this project's build host, and its noise was the figure's.
+#     programs see the same calls at the same time. In runs of its own the floor read 89-145 ns
+#     within one hour on this project's build host, and its noise was the difference's.
 # Prints figures and the goals beside them (<= 60 ns per call, <= 2% throughput loss); asserts
 # nothing. Needs root and bpftool. Traffic stays on 127.0.0.1.
 #   scripts/overhead.sh [SECS per run, default 5] [ROUNDS, default 3]   (`make overhead` builds
