@@ -25,11 +25,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$top/target/release/scx_miami
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check_eq() { if [[ $2 == "$3" ]]; then pass "$1 = $2"; else fail "$1 = $2, want $3"; fi; }
-check_ge() { if (($2 >= $3)); then pass "$1 = $2 >= $3"; else fail "$1 = $2, want >= $3"; fi; }
+. "$top/tests/host/lib.sh"
 
 if [[ -d /sys/kernel/sched_ext ]]; then
 	echo "observe: this kernel has sched_ext; the host tier runs on kernels without it" >&2
@@ -109,15 +105,9 @@ echo "observe: duplex writer $wtid median row $mw, reader $rtid median row $mr"
 check_ge "one socket, fast writer and slow reader: reader's median row, % of the writer's" \
 	"$(awk -v w="$mw" -v r="$mr" 'BEGIN { print (w > 0 ? int(100 * r / w) : 0) }')" 50
 check_eq "exit status on SIGINT" "$rc" 0
-# The kernel frees programs after the loader's exit, once their links' grace periods end:
-# tracepoint links took up to a second here. Up to 10 s, as the VM tests' progs_left().
-for i in $(seq 0 100); do
-	left=$(bpftool prog show 2>/dev/null | grep -c 'name miami_' || true)
-	((left == 0)) && break
-	sleep 0.1
-done
-check_eq "programs left (10 s)" "$left" 0
-echo "observe: programs gone after $((i / 10)).$((i % 10)) s"
+wait_progs_gone miami_
+check_eq "programs left (10 s)" "$progs_left" 0
+echo "observe: programs gone after $progs_waited s"
 check_eq "stats socket left" "$([[ -e /var/run/scx/root/stats ]] && echo yes || echo no)" no
 rm -f "$log"
 echo "$passed passed, $failed failed"

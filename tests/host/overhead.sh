@@ -14,10 +14,7 @@
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check_eq() { if [[ $2 == "$3" ]]; then pass "$1 = $2"; else fail "$1 = $2, want $3"; fi; }
+. "$top/tests/host/lib.sh"
 
 stats0=$(cat /proc/sys/kernel/bpf_stats_enabled)
 out=$("$top/scripts/overhead.sh" 1 1 2>&1)
@@ -40,12 +37,8 @@ check_eq "TCP probes with a paired figure" "$(grep -c . <<<"$paired")" 3
 check_eq "paired runs: scx_miami's and the floor's calls within 1% of each other, per probe" \
 	"$(awk '{ m = $4; f = $9; sub(",", "", f); d = m - f; if (d < 0) d = -d
 		print (m > 0 && d * 100 <= m) ? "yes" : "no" }' <<<"$paired" | sort -u | paste -sd,)" yes
-for i in $(seq 0 100); do
-	left=$(bpftool prog show 2>/dev/null | grep -cE 'name (miami|floor)_' || true)
-	((left == 0)) && break
-	sleep 0.1
-done
-check_eq "programs left (10 s)" "$left" 0
+wait_progs_gone 'miami|floor'
+check_eq "programs left (10 s)" "$progs_left" 0
 check_eq "its bpffs left mounted" "$(grep -c ' /tmp/miami-overhead-bpffs' /proc/mounts)" 0
 check_eq "iperf3 server left" "$(pgrep -f 'iperf3 -s -B 127.0.0.1 -p 5390' >/dev/null && echo yes || echo no)" no
 check_eq "kernel.bpf_stats_enabled" "$(cat /proc/sys/kernel/bpf_stats_enabled)" "$stats0"
