@@ -9,8 +9,8 @@
 #     and the floor's at the same place saw the same calls (within 1%: a count that differs
 #     means the two were not attached to the same place or not for the same runs, and their
 #     difference would not be the probe's cost);
-#   - nothing stays behind: no miami_ or floor_ program, no bpffs of its own mounted, no iperf3 server, and
-#     kernel.bpf_stats_enabled as it was.
+#   - nothing stays behind: no miami_ or floor_ program, no bpffs of its own mounted, no iperf3
+#     server, and kernel.bpf_stats_enabled as it was.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,7 +37,7 @@ check_eq "TCP probes with a paired figure" "$(grep -c . <<<"$paired")" 3
 check_eq "paired runs: scx_miami's and the floor's calls within 1% of each other, per probe" \
 	"$(awk '{ m = $4; f = $9; sub(",", "", f); d = m - f; if (d < 0) d = -d
 		print (m > 0 && d * 100 <= m) ? "yes" : "no" }' <<<"$paired" | sort -u | paste -sd,)" yes
-wait_progs_gone 'miami|floor'
+wait_progs_gone 'miami_|floor_'
 check_eq "programs left (10 s)" "$progs_left" 0
 check_eq "its bpffs left mounted" "$(grep -c ' /tmp/miami-overhead-bpffs' /proc/mounts)" 0
 check_eq "iperf3 server left" "$(pgrep -f 'iperf3 -s -B 127.0.0.1 -p 5390' >/dev/null && echo yes || echo no)" no
