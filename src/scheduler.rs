@@ -160,6 +160,16 @@ pub fn check_host(observe: bool) -> Result<()> {
              (/sys/kernel/sched_ext/root/ops); stop it first"
         );
     }
+    // A scx_miami --observe is no sched_ext scheduler, so nothing above sees it. A second
+    // instance would take its stats socket over, remove it on exit (the first one then serves
+    // nobody), and with --observe run every probe twice. A socket file nobody answers on is
+    // what a killed instance left: the new one replaces it.
+    if std::os::unix::net::UnixStream::connect(DEFAULT_SOCKET).is_ok() {
+        bail!(
+            "another scx_miami is running: its stats socket {DEFAULT_SOCKET} answers. Stop it \
+             first, or watch it with --monitor or --tui"
+        );
+    }
     Ok(())
 }
 

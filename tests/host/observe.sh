@@ -20,6 +20,8 @@
 #     always the writer's, so the reader's representative looked quiet and its rows fell to its
 #     own rate. Counted per CPU, each ticks with its own. (A VM under TCG does not show it: the
 #     host stops the writer's vCPU for milliseconds at a time, and the reader often comes first.)
+#   - a second --observe beside it exits 1, says another scx_miami runs, and leaves the first
+#     one's stats socket in place (the later --monitor reads are the first one's);
 #   - SIGINT ends it with exit 0 and nothing of ours stays loaded (bpftool), the socket gone.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
 set -uo pipefail
@@ -48,6 +50,14 @@ if ! grep -q 'observing' "$log" && grep -q 'refuses fentry' "$log" && ! kill -0 
 	exit 0
 fi
 check_eq "says it is observing" "$(grep -c 'observing (no scheduling)' "$log")" 1
+# A second instance refuses before loading anything (no sched_ext scheduler names the first):
+# before the check it ran beside the first, took its stats socket over and removed it on exit.
+second=$(timeout 20 "$bin" --observe 2>&1)
+rc2=$?
+check_eq "a second --observe beside it: exit status" "$rc2" 1
+check_eq "... says another scx_miami runs" "$(grep -c 'another scx_miami is running' <<<"$second")" 1
+check_eq "... the first one's stats socket left in place" \
+	"$([[ -S /var/run/scx/root/stats ]] && echo yes || echo no)" yes
 # bpftool may cut names at 15 characters: count by prefix. Tracepoints: miami_tp_{send,recv,rcv};
 # fentry: miami_tcp_{sendmsg,recvmsg,close,rcv_established}.
 progs=$(bpftool prog show 2>/dev/null)
