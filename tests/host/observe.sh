@@ -53,7 +53,7 @@ check_eq "says it is observing" "$(grep -c 'observing (no scheduling)' "$log")" 
 # A second instance refuses before loading anything (no sched_ext scheduler names the first):
 # before the check it ran beside the first, took its stats socket over and removed it on exit.
 # Its socket comes up after the "observing" line.
-for i in $(seq 50); do [[ -S /var/run/scx/root/stats ]] && break; sleep 0.1; done
+for i in $(seq 100); do [[ -S /var/run/scx/root/stats ]] && break; sleep 0.1; done
 second=$(timeout 20 "$bin" --observe 2>&1)
 rc2=$?
 check_eq "a second --observe beside it: exit status" "$rc2" 1
