@@ -108,6 +108,8 @@ pub struct Config {
     pub max_moves: u32,
     /// --observe: the monitor and a context-switch probe, no struct_ops.
     pub observe: bool,
+    /// --stats-socket: served by the scheduler and --observe, read by --monitor and --tui.
+    pub stats_socket: std::path::PathBuf,
     /// --test-inject-error: (1 error / 2 restart, after this long).
     pub inject_error: Option<(u32, std::time::Duration)>,
 }
@@ -231,8 +233,32 @@ impl Config {
                     .into(),
             });
         }
+        let stats_socket = match &o.stats_socket {
+            None => std::path::PathBuf::from(crate::stats::DEFAULT_SOCKET),
+            Some(p) => {
+                let bad = |reason: String| Invalid {
+                    option: "stats-socket",
+                    reason: format!("'{}' {reason}", p.display()),
+                };
+                if !p.is_absolute() || p.file_name().is_none() {
+                    return Err(bad("is not an absolute path to a file".into()));
+                }
+                // sun_path holds 108 bytes with the terminating NUL.
+                let len = p.as_os_str().len();
+                if len > 107 {
+                    return Err(bad(format!(
+                        "is {len} bytes; a socket path holds at most 107"
+                    )));
+                }
+                if p.is_dir() {
+                    return Err(bad("is a directory".into()));
+                }
+                p.clone()
+            }
+        };
         Ok(Self {
             observe: o.observe,
+            stats_socket,
             inject_error,
             slice_ns: slice_us * 1000,
             release_ns: release_ms * 1_000_000,

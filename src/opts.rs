@@ -175,6 +175,16 @@ pub struct Opts {
     )]
     pub tui: Option<f64>,
 
+    /// The stats socket: where the scheduler (or --observe) serves its statistics, and where
+    /// --monitor and --tui read them.
+    ///
+    /// Default /var/run/scx/root/stats, the path every sched_ext scheduler of the scx project
+    /// serves on. While such a scheduler runs, --observe needs another one (scx_miami refuses
+    /// to take a socket someone answers on); give --monitor or --tui the same PATH to read it.
+    /// An absolute path of at most 107 bytes; created 0600 (root only), removed on exit.
+    #[arg(long, value_name = "PATH")]
+    pub stats_socket: Option<std::path::PathBuf>,
+
     /// Print every statistic with its description, then exit.
     #[arg(long)]
     pub help_stats: bool,
@@ -186,7 +196,7 @@ pub struct Opts {
     /// name in /proc/interrupts. Reads /sys and /proc as the scheduler does at start; needs
     /// neither root nor sched_ext. Use it to see the IRQ CPUs before switching schedulers, or
     /// to find the IRQ to pin: `echo CPU > /proc/irq/IRQ/smp_affinity_list`.
-    #[arg(long, conflicts_with_all = ["stats", "monitor", "tui", "observe", "format"])]
+    #[arg(long, conflicts_with_all = ["stats", "monitor", "tui", "observe", "format", "stats_socket"])]
     pub list_nics: bool,
 
     /// Bytes of the BPF debug dump printed when the scheduler is ejected (0: kernel default).

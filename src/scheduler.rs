@@ -4,7 +4,7 @@
 //! answers the stats server, prints stats and ends on shutdown or when the kernel ejects the
 //! scheduler.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
@@ -28,15 +28,17 @@ use crate::load::LoadReader;
 use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
-    launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, DEFAULT_SOCKET,
-    NR_STATS, TOP_TASKS,
+    launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, NR_STATS, TOP_TASKS,
 };
 use crate::topology::{self, LlcMap};
 
+mod host;
 mod irq_map;
 mod probes;
 mod restart;
 mod tasks;
+use host::running_ops;
+pub use host::{check_host, lock_instance, InstanceLock, LOCK_PATH};
 use irq_map::FULL_SCAN_EVERY;
 pub use probes::{fentry_refused, ProbeAttach};
 pub use tasks::run_syscall_prog;
@@ -78,16 +80,6 @@ pub fn install_sighup() -> Result<Arc<AtomicBool>> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, flag.clone())
         .context("installing the SIGHUP handler")?;
     Ok(flag)
-}
-
-/// The name of the sched_ext scheduler the kernel runs, if it runs one.
-fn running_ops() -> Option<String> {
-    let state = std::fs::read_to_string("/sys/kernel/sched_ext/state").ok()?;
-    (state.trim() == "enabled").then(|| {
-        std::fs::read_to_string("/sys/kernel/sched_ext/root/ops")
-            .map(|o| o.trim().to_string())
-            .unwrap_or_else(|_| "(name unknown)".into())
-    })
 }
 
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
@@ -133,44 +125,6 @@ const CPU_CLOCK_EVERY: u64 = 10;
 /// CPU time of the calling thread in us.
 fn thread_cpu_us() -> u64 {
     clock_ns(rustix::time::ClockId::ThreadCPUTime) / 1000
-}
-
-/// Refuse early, with a message a user can act on, where loading cannot work: not root, no
-/// sched_ext, or another scheduler running. --observe (@observe) needs no sched_ext.
-pub fn check_host(observe: bool) -> Result<()> {
-    if !rustix::process::geteuid().is_root() {
-        bail!("scx_miami must run as root (it loads a BPF scheduler); try: sudo scx_miami");
-    }
-    if !observe && !std::path::Path::new("/sys/kernel/sched_ext").is_dir() {
-        bail!(
-            "this kernel ({}) has no sched_ext: /sys/kernel/sched_ext is missing. scx_miami \
-             needs Linux 6.12 or newer built with CONFIG_SCHED_CLASS_EXT=y; --observe watches \
-             network tasks here without scheduling",
-            std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .unwrap_or_default()
-                .trim()
-        );
-    }
-    // Before the BPF load (5 s under TCG), and naming it: scx_ops_attach!() refuses too (and
-    // still does for a restart the kernel asked for), but only after the load and without
-    // saying which one runs.
-    if let Some(ops) = running_ops().filter(|_| !observe) {
-        bail!(
-            "another sched_ext scheduler is already running: {ops} \
-             (/sys/kernel/sched_ext/root/ops); stop it first"
-        );
-    }
-    // A scx_miami --observe is no sched_ext scheduler, so nothing above sees it. A second
-    // instance would take its stats socket over, remove it on exit (the first one then serves
-    // nobody), and with --observe run every probe twice. A socket file nobody answers on is
-    // what a killed instance left: the new one replaces it.
-    if std::os::unix::net::UnixStream::connect(DEFAULT_SOCKET).is_ok() {
-        bail!(
-            "another scx_miami is running: its stats socket {DEFAULT_SOCKET} answers. Stop it \
-             first, or watch it with --monitor or --tui"
-        );
-    }
-    Ok(())
 }
 
 pub struct Scheduler<'a> {
@@ -386,7 +340,7 @@ impl<'a> Scheduler<'a> {
             moves_written: BTreeMap::new(),
             agent_rounds: 0,
             stats_server: None,
-            stats_path: PathBuf::from(DEFAULT_SOCKET),
+            stats_path: cfg.stats_socket.clone(),
         };
         sched.refresh_irqs(true)?;
         match sched.irq_events() {

@@ -69,8 +69,45 @@ fn defaults() {
             high_load_pct: 90,
             max_moves: 4,
             observe: false,
+            // The scx project's schedulers' path (scx_stats), where --monitor finds them.
+            stats_socket: "/var/run/scx/root/stats".into(),
             inject_error: None,
         }
+    );
+}
+
+#[test]
+fn stats_socket_is_an_absolute_socket_path() {
+    let c = config(&["--observe", "--stats-socket", "/run/miami-observe/stats"]).unwrap();
+    assert_eq!(
+        c.stats_socket,
+        std::path::Path::new("/run/miami-observe/stats")
+    );
+    let c = config(&["--monitor", "1", "--stats-socket", "/tmp/s"]).unwrap();
+    assert_eq!(c.stats_socket, std::path::Path::new("/tmp/s"));
+
+    rejects(
+        &["--stats-socket", "stats"],
+        "stats-socket",
+        &["'stats'", "absolute"],
+    );
+    rejects(
+        &["--stats-socket", "/"],
+        "stats-socket",
+        &["absolute path to a file"],
+    );
+    rejects(
+        &["--stats-socket", "/tmp"],
+        "stats-socket",
+        &["'/tmp'", "directory"],
+    );
+    // sun_path: 108 bytes with the NUL, so 107 pass and 108 do not.
+    let path = |n: usize| format!("/{}", "s".repeat(n - 1));
+    assert!(config(&["--stats-socket", &path(107)]).is_ok());
+    rejects(
+        &["--stats-socket", &path(108)],
+        "stats-socket",
+        &["108 bytes", "at most 107"],
     );
 }
 

@@ -20,9 +20,13 @@
 #     always the writer's, so the reader's representative looked quiet and its rows fell to its
 #     own rate. Counted per CPU, each ticks with its own. (A VM under TCG does not show it: the
 #     host stops the writer's vCPU for milliseconds at a time, and the reader often comes first.)
-#   - a second --observe beside it exits 1, says another scx_miami runs, and leaves the first
-#     one's stats socket in place (the later --monitor reads are the first one's);
-#   - SIGINT ends it with exit 0 and nothing of ours stays loaded (bpftool), the socket gone.
+#   - a second --observe beside it exits 1, says another scx_miami runs (the instance lock's
+#     pid), and leaves the first one's stats socket in place (the later --monitor reads are the
+#     first one's);
+#   - SIGINT ends it with exit 0 and nothing of ours stays loaded (bpftool), the socket gone;
+#   - two started at the same moment: one runs, the other exits 1 naming it; --stats-socket
+#     serves elsewhere and --monitor reads it there;
+#   - a socket another program answers on is refused (exit 1, whose it is), not taken over.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,7 +61,8 @@ for i in $(seq 100); do [[ -S /var/run/scx/root/stats ]] && break; sleep 0.1; do
 second=$(timeout 20 "$bin" --observe 2>&1)
 rc2=$?
 check_eq "a second --observe beside it: exit status" "$rc2" 1
-check_eq "... says another scx_miami runs" "$(grep -c 'another scx_miami is running' <<<"$second")" 1
+check_eq "... says another scx_miami runs, and names it" \
+	"$(grep -c "another scx_miami is running (pid $obs): it holds /run/scx_miami.lock" <<<"$second")" 1
 check_eq "... the first one's stats socket left in place" \
 	"$([[ -S /var/run/scx/root/stats ]] && echo yes || echo no)" yes
 # bpftool may cut names at 15 characters: count by prefix. Tracepoints: miami_tp_{send,recv,rcv};
@@ -121,6 +126,59 @@ wait_progs_gone miami_
 check_eq "programs left (10 s)" "$progs_left" 0
 echo "observe: programs gone after $progs_waited s"
 check_eq "stats socket left" "$([[ -e /var/run/scx/root/stats ]] && echo yes || echo no)" no
-rm -f "$log"
+
+# Two started at the same moment: the instance lock lets one through, the other exits 1 and
+# names it. (A connect to the stats socket, the check before the lock, let both through: the
+# socket comes up only after the BPF load.) The one that runs serves on --stats-socket, where
+# --monitor reads it with the same option, and removes it on exit.
+sdir=$(mktemp -d)
+sock=$sdir/stats
+"$bin" --observe --stats-socket "$sock" >"$log.a" 2>&1 &
+a=$!
+"$bin" --observe --stats-socket "$sock" >"$log.b" 2>&1 &
+b=$!
+for i in $(seq 100); do
+	[[ -S $sock ]] && ! { kill -0 "$a" && kill -0 "$b"; } 2>/dev/null && break
+	sleep 0.1
+done
+alive=$( (kill -0 "$a" && echo "$a"; kill -0 "$b" && echo "$b") 2>/dev/null)
+check_eq "two started together: how many run once the socket is up" "$(grep -c . <<<"$alive")" 1
+run=${alive:-$a}
+if ((run == a)); then lost=$b lostlog=$log.b; else lost=$a lostlog=$log.a; fi
+lrc=0
+wait "$lost" || lrc=$?
+check_eq "... the other one's exit status" "$lrc" 1
+check_eq "... it names the one that runs" \
+	"$(grep -c "another scx_miami is running (pid $run)" "$lostlog")" 1
+mon3=$(timeout -s INT 2.5 "$bin" --monitor 1 --stats-socket "$sock" 2>/dev/null)
+check_ge "--monitor --stats-socket: reports read" "$(grep -c '^probe_send' <<<"$mon3" || true)" 1
+def=$(timeout 10 "$bin" --monitor 1 2>&1)
+check_eq "--monitor on the default socket meanwhile" \
+	"$(grep -c 'cannot connect to /var/run/scx/root/stats: no scx_miami is running' <<<"$def")" 1
+kill -INT "$run"
+rc=0
+wait "$run" || rc=$?
+check_eq "... exit status on SIGINT" "$rc" 0
+check_eq "... its --stats-socket left" "$([[ -e $sock ]] && echo yes || echo no)" no
+
+# A socket another program answers on (the scx project's schedulers all serve on the default
+# path) is not taken over: exit 1, a message that says whose it is and what to do, the socket
+# left to its owner.
+foreign=$sdir/foreign
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(60)' "$foreign" &
+py=$!
+for i in $(seq 100); do [[ -S $foreign ]] && break; sleep 0.1; done
+out=$(timeout 20 "$bin" --observe --stats-socket "$foreign" 2>&1)
+rc=$?
+check_eq "--observe on a socket another program answers on: exit status" "$rc" 1
+check_eq "... says whose it is and what to do" "$(grep -c "the stats socket $foreign answers, and it \
+is another program's, not a scx_miami's. Serve ours elsewhere with --stats-socket PATH" <<<"$out")" 1
+check_eq "... the socket left to its owner" \
+	"$([[ -S $foreign ]] && kill -0 "$py" 2>/dev/null && echo yes || echo no)" yes
+kill "$py" 2>/dev/null
+wait_progs_gone miami_
+check_eq "programs left at the end (10 s)" "$progs_left" 0
+rm -rf "$sdir" "$log" "$log.a" "$log.b"
 echo "$passed passed, $failed failed"
 ((failed == 0))

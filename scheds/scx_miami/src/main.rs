@@ -21,14 +21,15 @@ const EXIT_USAGE: u8 = 2;
 fn run(opts: &Opts, cfg: &Config) -> anyhow::Result<()> {
     let shutdown = install_shutdown()?;
 
-    let path = std::path::Path::new(miami::stats::DEFAULT_SOCKET);
+    let path = cfg.stats_socket.as_path();
     if let Some(secs) = cfg.monitor_interval_s {
         return miami::stats::monitor(path, Duration::from_secs_f64(secs), cfg.format, &shutdown);
     }
     if let Some(secs) = cfg.tui_interval_s {
         return miami::tui::run(path, Duration::from_secs_f64(secs), &shutdown);
     }
-    check_host(cfg.observe)?;
+    // Held until we return: no second scx_miami starts meanwhile, restarts included.
+    let _lock = check_host(cfg.observe, path)?;
     let sighup = install_sighup()?;
 
     let reload = || opts.config.as_ref().map(|_| config::load(opts));

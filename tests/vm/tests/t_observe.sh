@@ -9,7 +9,10 @@
 #     probe) agree with the neutral probe's (probe.py --trace, receivers against IRQ CPU 1 and
 #     clients against 7) over the same seconds within 15 points: what it shows is
 #     where the tasks really ran under EEVDF;
-#   - SIGINT ends it with exit 0 and nothing of ours stays loaded.
+#   - SIGINT ends it with exit 0 and nothing of ours stays loaded;
+#   - beside another sched_ext scheduler (peer_fifo) whose stats socket answers on the default
+#     path, it refuses that socket (exit 1, whose it is), and with --stats-socket it observes
+#     there while peer_fifo schedules; on exit peer_fifo and the other socket stay.
 # The host tier runs the same on the build machine's kernel where it allows tracing programs
 # (tests/host/observe.sh).
 set -euo pipefail
@@ -98,4 +101,38 @@ check_le "observed core+cache $obs_cc% against the neutral probe's $probe_cc%, p
 	"$(python3 -c "print(abs($obs_cc - $probe_cc))" 2>/dev/null || echo none)" 15
 check_eq "exit status on SIGINT" "$rc" 0
 check_eq "programs left (10 s)" "$(progs_left)" 0
+
+# Beside another sched_ext scheduler (peer_fifo), which, like the scx project's schedulers, has
+# a stats server on /var/run/scx/root/stats (a listener stands in for it): --observe refuses to
+# take that socket over and says whose it is; with a socket of its own it observes while
+# peer_fifo schedules, --monitor reads it there, and on exit both peer_fifo and its socket stay.
+peer_start || fail "peer_fifo did not load"
+mkdir -p /var/run/scx/root
+python3 -c 'import socket, time
+s = socket.socket(socket.AF_UNIX); s.bind("/var/run/scx/root/stats"); s.listen(8); time.sleep(600)' &
+py=$!
+for i in $(seq 100); do [[ -S /var/run/scx/root/stats ]] && break; sleep 0.1; done
+rc=0
+"$bin" --observe >/tmp/beside.out 2>&1 || rc=$?
+tail -n 1 /tmp/beside.out
+check_eq "--observe beside peer_fifo and its stats socket: exit status" "$rc" 1
+check_eq "... says whose the socket is" "$(grep -c "the stats socket /var/run/scx/root/stats \
+answers, and it is the running sched_ext scheduler's (peer_fifo), not a scx_miami's" /tmp/beside.out)" 1
+sock=/run/scx_miami/stats
+env --default-signal=INT "$bin" --observe --stats-socket "$sock" >"$SCHED_LOG" 2>&1 &
+obs=$!
+for i in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$obs" 2>/dev/null || break; sleep 0.1; done
+timeout -s INT 3.5 "$bin" --monitor 1 --stats-socket "$sock" >/tmp/beside-mon.txt 2>&1 || true
+check_ge "... with --stats-socket: --monitor reads it there" "$(grep -c '^probe_send' /tmp/beside-mon.txt || true)" 1
+check_eq "... peer_fifo schedules meanwhile" "$(sched_state) $(sched_ops)" "enabled peer_fifo"
+kill -INT "$obs"
+rc=0
+wait "$obs" || rc=$?
+check_eq "... exit status on SIGINT" "$rc" 0
+check_eq "... after it: peer_fifo, its socket's listener, ours" \
+	"$(sched_ops) $(kill -0 "$py" 2>/dev/null && [[ -S /var/run/scx/root/stats ]] && echo served) $([[ -e $sock ]] && echo left || echo gone)" \
+	"peer_fifo served gone"
+kill "$py" 2>/dev/null || true
+rm -f /var/run/scx/root/stats
+peer_stop
 finish
