@@ -91,8 +91,8 @@ deb: build
 
 # Benchmarks print figures and assert nothing. scripts/bench.sh: the papers' experiments in the
 # guest under EEVDF, EEVDF+RFS, scx_bpfland and scx_miami, Table II's 4S/4N in a second guest
-# with four LLCs and four NICs (JSON, results.md, PNG plots under .cache/bench/). tui_cpu: the TUI's CPU use against a synthetic stats server on the host (root;
-# refuses while a scheduler's socket exists).
+# with four LLCs and four NICs (JSON, results.md, PNG plots under .cache/bench/). tui_cpu: the
+# TUI's CPU use against a synthetic stats server on the host, on a socket of its own in /tmp.
 bench: build
 	scripts/bench.sh
 	cargo bench -p scx_miami --bench tui_cpu

@@ -5,21 +5,18 @@
 //!
 //!     cargo bench -p scx_miami --bench tui_cpu -- [SECS] [REFRESH_SECS] [NR_CPUS]
 //!
-//! defaults 10, 0.25 (the fastest refresh) and 64. Root only, like the TUI: the server binds
-//! the TUI's fixed socket (/var/run/scx/root/stats), so it refuses to run while that socket
-//! exists (a scheduler is running). The TUI runs on a 50x200 pseudo-terminal from script(1);
-//! its CPU time is utime + stime from /proc over SECS, after one second for startup.
+//! defaults 10, 0.25 (the fastest refresh) and 64. The server binds a socket of its own in a
+//! temporary directory and the TUI reads it there (--stats-socket), so neither root nor a host
+//! without a scheduler is needed. The TUI runs on a 50x200 pseudo-terminal from script(1); its
+//! CPU time is utime + stime from /proc over SECS, after one second for startup.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use miami::config::ClassBounds;
-use miami::stats::{
-    launch_server, AgentState, Counters, Snapshot, TaskRow, DEFAULT_SOCKET, STATS, TOP_TASKS,
-};
+use miami::stats::{launch_server, AgentState, Counters, Snapshot, TaskRow, STATS, TOP_TASKS};
 
 fn snapshot(round: u64, nr_cpus: usize) -> Snapshot {
     let mut counters = Counters::default();
@@ -114,19 +111,15 @@ fn main() {
         })
     };
     let (secs, refresh, nr_cpus) = (arg(0, 10.0), arg(1, 0.25), arg(2, 64.0) as usize);
-    let path = Path::new(DEFAULT_SOCKET);
-    // The host is left as found: the directories the server creates go again at the end.
-    let created: Vec<&Path> = path
-        .ancestors()
-        .skip(1)
-        .take_while(|d| !d.exists())
-        .collect();
-    if path.exists() {
-        eprintln!("tui_cpu: {DEFAULT_SOCKET} exists (a scheduler is running?); not touching it");
+    let dir = std::env::temp_dir().join(format!("miami-tui-cpu.{}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap_or_else(|e| {
+        eprintln!("tui_cpu: cannot create {}: {e}", dir.display());
         std::process::exit(1);
-    }
-    let server = launch_server(path).unwrap_or_else(|e| {
-        eprintln!("tui_cpu: cannot serve {DEFAULT_SOCKET}: {e:#} (root only)");
+    });
+    let path = dir.join("stats");
+    let server = launch_server(&path).unwrap_or_else(|e| {
+        eprintln!("tui_cpu: cannot serve {}: {e:#}", path.display());
+        let _ = std::fs::remove_dir(&dir);
         std::process::exit(1);
     });
 
@@ -145,8 +138,9 @@ fn main() {
     });
 
     let cmd = format!(
-        "stty rows 50 cols 200; exec {} --tui {refresh}",
-        env!("CARGO_BIN_EXE_scx_miami")
+        "stty rows 50 cols 200; exec {} --tui {refresh} --stats-socket {}",
+        env!("CARGO_BIN_EXE_scx_miami"),
+        path.display()
     );
     let mut script = Command::new("script")
         .args(["-q", "-e", "-c", &cmd, "/dev/null"])
@@ -173,10 +167,8 @@ fn main() {
     stop.store(true, Ordering::Relaxed);
     let _ = answer.join();
     drop(server);
-    let _ = std::fs::remove_file(path);
-    for dir in created {
-        let _ = std::fs::remove_dir(dir);
-    }
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir(&dir);
 
     println!(
         "tui_cpu: {:.3} s CPU in {wall:.1} s = {:.2}% of one CPU; refresh {refresh} s, {n} samples \
