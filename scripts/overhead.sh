@@ -9,6 +9,8 @@
 # with the floor attached instead (scripts/overhead-floor.bpf.c: programs that only count, at
 # the same places, loaded with bpftool):
 #   - the throughput ratio (with / without), per stream count, over ROUNDS pairs of runs;
+#   - the loader's CPU (its threads' run time) per second of the runs with --observe: the agent's
+#     rounds on a real CPU;
 #   - ns per call of each probe (kernel.bpf_stats_enabled: run_time_ns / run_cnt of each
 #     program, from bpftool), and of the floor's: what any program costs there (on a host that
 #     is itself a VM, a hypervisor's share included), and scx_miami's above it. "Above it" comes
@@ -55,6 +57,9 @@ sleep 0.5
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 gbps() { python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9)'; }
 declare -A sum runs
+# The run time of all of $1's threads, ns (schedstat: not sampled like utime+stime).
+run_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'; }
+loader_ns=0 loader_s=0
 rm -f /tmp/miami-overhead-*.json
 echo "overhead: $rounds rounds of ${secs}s runs, iperf3 over loopback, CPUs: $(nproc), $(uname -r)"
 for ((r = 1; r <= rounds; r++)); do
@@ -75,7 +80,12 @@ for ((r = 1; r <= rounds; r++)); do
 			if [[ $mode == floor || $mode == paired ]]; then
 				bpftool prog loadall "$top/target/tools/floor-$floor.bpf.o" "$floor_dir" autoattach
 			fi
+			[[ $mode == on ]] && t0=$EPOCHREALTIME c0=$(run_ns "$obs")
 			g=$(iperf3 -c 127.0.0.1 -p $port -t "$secs" -P "$p" -J | gbps)
+			if [[ $mode == on ]]; then
+				loader_ns=$((loader_ns + $(run_ns "$obs") - c0))
+				loader_s=$(python3 -c "print(${loader_s:-0} + $EPOCHREALTIME - $t0)")
+			fi
 			printf '  round %d, %d stream(s), observe %-6s %7.2f Gbit/s\n' "$r" "$p" "$mode" "$g"
 			sum[$p-$mode]=$(python3 -c "print(${sum[$p-$mode]:-0} + $g)")
 			runs[$p-$mode]+=" $g"
@@ -98,6 +108,7 @@ off, on, fl = (list(map(float, a.split())) for a in sys.argv[1:4])
 print(f"    median of the ratios of the {len(off)} rounds: {statistics.median(b / a for a, b in zip(off, on)):.3f}, floor {statistics.median(b / a for a, b in zip(off, fl)):.3f}")' \
 		"${runs[$p-off]}" "${runs[$p-on]}" "${runs[$p-floor]}"
 done
+python3 -c "print(f'the loader (user space; --observe runs the agent rounds, 10 a second, as when scheduling):\\n  {$loader_ns / 1e6 / $loader_s:.2f} CPU-ms per s over {$loader_s:.1f} s of the runs with --observe')"
 echo "ns per probe call (run_time_ns / run_cnt; goal <= 60): scx_miami's alone (the runs"
 echo "with --observe), and in the paired runs scx_miami's and the floor's (a program that only"
 echo "counts, at the same place, on the same calls) and the difference:"

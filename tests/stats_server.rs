@@ -553,3 +553,47 @@ fn docs_stats_md_matches_help_stats() {
         .expect("docs/stats.md has no ``` block");
     assert_eq!(block, describe(), "docs/stats.md is stale: run `make docs`");
 }
+
+/// --monitor against another scx scheduler's socket (its stats_meta has no `miami` object): an
+/// error that says so, names the socket and points at --stats-socket, not a parse error.
+#[test]
+fn monitor_on_another_schedulers_socket_says_whose_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stats");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let other = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.contains("stats_meta"), "{line}");
+        // scx_stats' reply, with another scheduler's object (ours renamed) in it.
+        let other: BTreeMap<String, StatsMeta> = metas()
+            .into_iter()
+            .map(|mut m| {
+                m.name = format!("other_{}", m.name);
+                (m.name.clone(), m)
+            })
+            .collect();
+        let reply = serde_json::json!({ "errno": 0, "args": { "resp": other } });
+        (&conn).write_all(format!("{reply}\n").as_bytes()).unwrap();
+    });
+    let err = monitor(
+        &path,
+        Duration::from_millis(50),
+        OutputFormat::Text,
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains(&format!(
+            "{} is not scx_miami's stats socket",
+            path.display()
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains("another scx scheduler serves there"), "{msg}");
+    assert!(msg.contains("--stats-socket PATH"), "{msg}");
+    other.join().unwrap();
+}

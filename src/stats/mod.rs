@@ -16,8 +16,8 @@ mod server;
 pub use openmetrics::{base_unit, format_openmetrics};
 pub use sample::{AgentState, CpuRow, Sample, Sampler, Snapshot};
 pub use server::{
-    launch_server, metas, monitor, read_sample, server_data, DEFAULT_SOCKET, META_CPU, META_TASK,
-    META_TOP,
+    launch_server, metas, monitor, not_ours, read_sample, server_data, DEFAULT_SOCKET, META_CPU,
+    META_TASK, META_TOP,
 };
 
 pub struct StatDesc {

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use scx_stats::prelude::*;
 
 use super::{
@@ -157,6 +157,17 @@ fn connect(path: &Path) -> Result<StatsClient> {
     Ok(client)
 }
 
+/// The error of a client whose socket at @path answers without our stats (no `miami` object):
+/// another scx scheduler's, all of which serve on the default path.
+pub fn not_ours(path: &Path) -> anyhow::Error {
+    anyhow!(
+        "{} is not scx_miami's stats socket: another scx scheduler serves there (cat \
+         /sys/kernel/sched_ext/root/ops names it). A scx_miami --observe beside it serves on \
+         the --stats-socket PATH it was given: give the same option here",
+        path.display()
+    )
+}
+
 /// One read of the top object.
 pub fn read_sample(client: &mut StatsClient) -> Result<Sample> {
     let v: serde_json::Value = client.request("stats", vec![("target".into(), "top".into())])?;
@@ -176,7 +187,7 @@ pub fn monitor(
         .request("stats_meta", vec![])
         .with_context(|| format!("reading stats metadata from {}", path.display()))?;
     if !metas.contains_key(META_TOP) {
-        bail!("{} is not scx_miami's stats socket", path.display());
+        return Err(not_ours(path));
     }
     // Counters arrive as deltas; OpenMetrics counters are totals. The first read is the total
     // since the scheduler started, so the running sum is the total.

@@ -102,10 +102,7 @@ fn connect(path: &Path, timeout: Duration) -> Result<StatsClient> {
         .request("stats_meta", vec![])
         .context("reading stats metadata")?;
     if !metas.contains_key(META_TOP) {
-        return Err(anyhow!(
-            "{} is not scx_miami's stats socket",
-            path.display()
-        ));
+        return Err(crate::stats::not_ours(path));
     }
     Ok(client)
 }

@@ -9,6 +9,7 @@
 #     and the floor's at the same place saw the same calls (within 1%: a count that differs
 #     means the two were not attached to the same place or not for the same runs, and their
 #     difference would not be the probe's cost);
+#   - the loader's CPU per second with --observe is printed, above 0 and below a tenth of a CPU;
 #   - nothing stays behind: no miami_ or floor_ program, no bpffs of its own mounted, no iperf3
 #     server, and kernel.bpf_stats_enabled as it was.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
@@ -31,6 +32,12 @@ for p in 1 8; do
 			"$(awk -v p="$p" -v m="$mode" '$3 == p && $6 == m { print ($7 > 0) ? "yes" : "no" }' <<<"$out")" yes
 	done
 done
+# "  1.03 CPU-ms per s over 30.2 s of the runs with --observe": the loader ran its rounds (one
+# every 100 ms takes some CPU) and the figure is one of a loader, not of a spinning one (below a
+# tenth of a CPU; 1 ms per s on this project's build host).
+ms=$(grep -A1 '^the loader ' <<<"$out" | awk '/CPU-ms per s over/ { print $1 }')
+check_eq "the loader's CPU-ms per s with --observe: above 0 and below 100" \
+	"$(awk -v v="${ms:-0}" 'BEGIN { print (v > 0 && v < 100) ? "yes" : "no" }')" yes
 # "                             paired: 125.5 over 2833357 calls, floor 119.4 over 2833367, above it 6.1 ns"
 paired=$(grep -A1 -E '^  miami_(tp|tcp)_' <<<"$out" | grep 'paired:')
 check_eq "TCP probes with a paired figure" "$(grep -c . <<<"$paired")" 3
