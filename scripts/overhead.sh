@@ -5,9 +5,9 @@
 # not sched_ext: scx_miami runs with --observe (the monitor and a context-switch probe; no
 # scheduling), its TCP probes on fentry, or on tracepoints where the kernel refuses fentry (it
 # says which: the program names are miami_tcp_* or miami_tp_*). Alternating runs in one
-# session, iperf3 over loopback with 1 and 8 streams, without and with --observe attached, and
-# with the floor attached instead (scripts/overhead-floor.bpf.c: programs that only count, at
-# the same places, loaded with bpftool):
+# session (their order turning each round), iperf3 over loopback with 1 and 8 streams, without
+# and with --observe attached, and with the floor attached instead (scripts/overhead-floor.bpf.c:
+# programs that only count, at the same places, loaded with bpftool):
 #   - the throughput ratio (with / without), per stream count, over ROUNDS pairs of runs;
 #   - the loader's CPU (its threads' run time) per second of the runs with --observe: the agent's
 #     rounds on a real CPU;
@@ -63,8 +63,13 @@ loader_ns=0 loader_s=0
 rm -f /tmp/miami-overhead-*.json
 echo "overhead: $rounds rounds of ${secs}s runs, iperf3 over loopback, CPUs: $(nproc), $(uname -r)"
 for ((r = 1; r <= rounds; r++)); do
+	# The order of the four kinds turns by one each round, so that none always runs first (a
+	# drift over a round, e.g. the host warming up, would favour the later ones). Round 1 starts
+	# with off, on: a run with --observe says which probes (and so which floor) this kernel takes.
+	kinds=(off on floor paired)
+	order=("${kinds[@]:$(((r - 1) % 4))}" "${kinds[@]:0:$(((r - 1) % 4))}")
 	for p in 1 8; do
-		for mode in off on floor paired; do
+		for mode in "${order[@]}"; do
 			if [[ $mode == on || $mode == paired ]]; then
 				"$bin" --observe >/tmp/miami-overhead.log 2>&1 &
 				obs=$!
