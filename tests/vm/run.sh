@@ -252,7 +252,16 @@ dl_hotplug=$(grep -naE '^\[ *[0-9]+\.[0-9]+\] ' "$log" | awk -F: '
 		}
 		if (v612 && dying) print num[i] } }')
 [[ -z $dl_hotplug ]] || msg "let through: Linux 6.12's dl_server WARNING on CPU hotplug, $(wc -l <<<"$dl_hotplug") time(s)"
-injected=$(printf '%s\n%s' "$injected" "$dl_hotplug")
+# The emulated machine's disk controller at power-off: a WARNING at ata_qc_complete (libata),
+# from the q35 AHCI's interrupt in the idle task, after "Preparing to enter system sleep state
+# S5", i.e. once the guest script has exited and the tests are done. Seen once, on 7.2.13+deb14
+# (2026-11-26), with no BPF or sched_ext frame in its trace. Let through from that point only,
+# and counted in the output.
+ata_off=$(grep -naE '^\[ *[0-9]+\.[0-9]+\] ' "$log" | awk -F: '
+	/Preparing to enter system sleep state S5/ { off = 1 }
+	off && /WARNING: drivers\/ata\/libata-core\.c:[0-9]+ at ata_qc_complete/ { print $1 }')
+[[ -z $ata_off ]] || msg "let through: libata's WARNING at power-off (after the tests), $(wc -l <<<"$ata_off") time(s)"
+injected=$(printf '%s\n%s\n%s' "$injected" "$dl_hotplug" "$ata_off")
 bad=$(grep -naE '\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Kernel panic|Oops|(^|[^[:alpha:]])[Ss]tall(ed|s)?([^[:alpha:]]|$)|sched_ext: .*disabled \()' "$log" |
 	grep -vE 'disabled \(unregistered from (user space|BPF|the main kernel)\)' |
 	awk -F: -v skip="$injected" 'BEGIN { n = split(skip, s, "\n"); for (i = 1; i <= n; i++) k[s[i]] = 1 } !($1 in k)' || true)
