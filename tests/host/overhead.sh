@@ -9,7 +9,8 @@
 #     and the floor's at the same place saw the same calls (within 1%: a count that differs
 #     means the two were not attached to the same place or not for the same runs, and their
 #     difference would not be the probe's cost);
-#   - the loader's CPU per second with --observe is printed, above 0 and below a tenth of a CPU;
+#   - the loader's CPU per second with --observe is printed, above 0 and below a tenth of a CPU,
+#     and so is the share of the CPUs that BPF and the loader took (above 0, below half);
 #   - nothing stays behind: no miami_ or floor_ program, no bpffs of its own mounted, no iperf3
 #     server, and kernel.bpf_stats_enabled as it was.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
@@ -38,6 +39,10 @@ done
 ms=$(grep -A1 '^the loader ' <<<"$out" | awk '/CPU-ms per s over/ { print $1 }')
 check_eq "the loader's CPU-ms per s with --observe: above 0 and below 100" \
 	"$(awk -v v="${ms:-0}" 'BEGIN { print (v > 0 && v < 100) ? "yes" : "no" }')" yes
+# "  together 1.65% of the 2 CPUs (goal: ...)": BPF time and the loader's, a share of the CPUs.
+share=$(awk '/^  together .*% of the/ { sub("%", "", $2); print $2 }' <<<"$out")
+check_eq "the CPU share of BPF and the loader with --observe: above 0% and below 50%" \
+	"$(awk -v v="${share:-0}" 'BEGIN { print (v > 0 && v < 50) ? "yes" : "no" }')" yes
 # "                             paired: 125.5 over 2833357 calls, floor 119.4 over 2833367, above it 6.1 ns"
 paired=$(grep -A1 -E '^  miami_(tp|tcp)_' <<<"$out" | grep 'paired:')
 check_eq "TCP probes with a paired figure" "$(grep -c . <<<"$paired")" 3
