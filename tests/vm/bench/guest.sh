@@ -63,8 +63,9 @@
 # core/cache/other against their NIC's IRQ CPU), their migrations, the guest's busy CPU per
 # Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
 # ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second, and per
-# program its ns per call and calls per second: bpf_per_prog) and the scheduler process's own
-# CPU time.
+# program its ns per call and calls per second: bpf_per_prog), the scheduler process's own
+# CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by source
+# (dispatch_moves).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 T_NAME=bench
@@ -441,8 +442,9 @@ for pid in sys.argv[1:]:
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
 	stop "$s"
+	BENCH_SCHED_LOG=$SCHED_LOG \
 	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" >>"$out" <<'PY'
-import glob, json, re, sys
+import glob, json, os, re, sys
 sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus = sys.argv[1:]
 n, el = int(n), float(el)
 r = {"scenario": sc, "scheduler": s, "window_s": round(el, 2)}
@@ -536,6 +538,22 @@ if s in ("miami", "bpfland"):
     # Each program's ns per call and calls per s: which callback the per-op figure is made of.
     r["bpf_per_prog"] = {k[1]: [round(ns / cnt), round(cnt / el)] for k, (ns, cnt) in sorted(ops.items())}
     r["sched_cpu_s_per_s"] = round((float(p1) - float(p0)) / el, 4)
+# scx_miami's dispatch() calls that moved a task, by where it came from (its own DSQ, the shared
+# one, an LLC sibling's, another LLC's), as shares of all its dispatch() calls: the counters of
+# the totals it logs on exit over the calls bpf_stats counted since the load, at the window's
+# end (the few moves of the teardown in between count too). What the per-call cost is made of.
+if s == "miami":
+    calls = b.get(("struct_ops", "miami_dispatch"), (0, 0))[1]
+    try:
+        part = open(os.environ["BENCH_SCHED_LOG"]).read().split("totals since start:")[-1]
+    except (OSError, KeyError):
+        part = ""
+    moves = {}
+    for k in ("dsp_cpu", "dsp_shared", "dsp_steal_llc", "dsp_steal_far"):
+        m = re.search(rf"^{k}\s+(\d+)", part, re.M)
+        if m and calls:
+            moves[k] = round(int(m.group(1)) / calls, 3)
+    r["dispatch_moves"] = moves or None
 print(json.dumps(r))
 PY
 	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json

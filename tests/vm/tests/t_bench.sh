@@ -61,6 +61,16 @@ for cpu, irq in zip(pins, (1, 5)):
 r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scheduler"] == "eevdf-pin"][0]
 got = r["placement"]
 print("ok" if all(abs(got[k] - want[k]) <= 0.1 for k in want) else f"pins {pins}: want {want}, got {got}")' "$out/bench.jsonl")" ok
+# scx_miami's dispatch_moves: its own counters of dispatch() calls that moved a task, over the
+# calls bpf_stats counted. Every source reported, and the moves a share of the calls: above 0
+# (the mix moves tasks) and at most 1, plus 0.1 for the moves of the teardown that the exit
+# totals count after the calls were read.
+check_eq "miami: dispatch() moves by source, a share of its calls" "$(python3 -c 'import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scheduler"] == "miami"][0]
+m = r.get("dispatch_moves") or {}
+keys = {"dsp_cpu", "dsp_shared", "dsp_steal_llc", "dsp_steal_far"}
+tot = sum(m.values())
+print("ok" if set(m) == keys and 0 < tot <= 1.1 else f"got {m}")' "$out/bench.jsonl")" ok
 
 # The paths of the harness the mix does not take, under scx_miami alone, 5 s windows: the
 # IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases.
