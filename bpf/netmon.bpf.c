@@ -432,7 +432,8 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
  * A subprogram of its own, not inlined: a tick comes once in about 130 calls of a bulk flow
  * on the build host's CPU, and inlined, its code around the count made every call slower
  * (`make overhead`, alternating sessions: send and recv 9-48 ns per call more than with the
- * tick out of line; docs/results/overhead.md). A static subprogram is verified with its caller's argument types.
+ * tick out of line; docs/results/overhead.md). A static subprogram is verified with its
+ * caller's argument types.
  */
 static __noinline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 calls,
 				 bool closing)

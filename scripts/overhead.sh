@@ -115,11 +115,11 @@ off, on, fl = (list(map(float, a.split())) for a in sys.argv[1:4])
 print(f"    median of the ratios of the {len(off)} rounds: {statistics.median(b / a for a, b in zip(off, on)):.3f}, floor {statistics.median(b / a for a, b in zip(off, fl)):.3f}")' \
 		"${runs[$p-off]}" "${runs[$p-on]}" "${runs[$p-floor]}"
 done
-python3 -c "print(f'the loader (user space; --observe runs the agent rounds, 10 a second, as when scheduling):\\n  {$loader_ns / 1e6 / $loader_s:.2f} CPU-ms per s over {$loader_s:.1f} s of the runs with --observe')"
+loader_ms=$(python3 -c "print($loader_ns / 1e6 / $loader_s)")
+python3 -c "print(f'the loader (user space; --observe runs the agent rounds, 10 a second, as when scheduling):\\n  {$loader_ms:.2f} CPU-ms per s over {$loader_s:.1f} s of the runs with --observe')"
 echo "ns per probe call (run_time_ns / run_cnt; goal <= 60): scx_miami's alone (the runs"
 echo "with --observe), and in the paired runs scx_miami's and the floor's (a program that only"
 echo "counts, at the same place, on the same calls) and the difference:"
-loader_ms=$(python3 -c "print($loader_ns / 1e6 / $loader_s)")
 OVH_SECS=$loader_s OVH_NCPU=$(nproc) OVH_LOADER_MS=$loader_ms \
 	python3 - /tmp/miami-overhead-{on,floor,paired}-r*-p*.json <<'PY'
 import json, os, re, sys

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::mem::MaybeUninit;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ mod probes;
 mod restart;
 mod tasks;
 use host::running_ops;
-pub use host::{check_host, lock_instance, InstanceLock, LOCK_PATH};
+pub use host::{check_host, lock_instance, InstanceLock};
 use irq_map::FULL_SCAN_EVERY;
 pub use probes::{fentry_refused, ProbeAttach};
 pub use tasks::run_syscall_prog;
@@ -175,9 +175,9 @@ pub struct Scheduler<'a> {
     /// policy_moves entries written, tid -> the round that wrote them, to delete them later.
     moves_written: BTreeMap<i32, u64>,
     agent_rounds: u64,
-    /// None when the socket could not be created; scheduling goes on without it.
+    /// On cfg.stats_socket (a --config file cannot change it); None when the socket could not
+    /// be created: scheduling goes on without it.
     stats_server: Option<StatsServer<(), Snapshot>>,
-    stats_path: PathBuf,
 }
 
 impl<'a> Scheduler<'a> {
@@ -340,7 +340,6 @@ impl<'a> Scheduler<'a> {
             moves_written: BTreeMap::new(),
             agent_rounds: 0,
             stats_server: None,
-            stats_path: cfg.stats_socket.clone(),
         };
         sched.refresh_irqs(true)?;
         match sched.irq_events() {
@@ -363,9 +362,9 @@ impl<'a> Scheduler<'a> {
         }
         // Only after attaching: a second instance that fails to attach must not take over the
         // socket of the one that runs.
-        match launch_server(&sched.stats_path) {
+        match launch_server(&sched.cfg.stats_socket) {
             Ok(server) => {
-                info!("stats socket: {}", sched.stats_path.display());
+                info!("stats socket: {}", sched.cfg.stats_socket.display());
                 sched.stats_server = Some(server);
             }
             Err(e) => warn!("no stats socket, --monitor will not work: {e:#}"),
@@ -722,7 +721,7 @@ impl Drop for Scheduler<'_> {
         // Stop the server (its drop wakes the listener through the socket), then remove the
         // socket so --monitor reports "not running" rather than a refused connection.
         if self.stats_server.take().is_some() {
-            let _ = std::fs::remove_file(&self.stats_path);
+            let _ = std::fs::remove_file(&self.cfg.stats_socket);
         }
         info!("unregistered {}", crate::SCHEDULER_NAME);
     }

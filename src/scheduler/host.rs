@@ -11,7 +11,7 @@ use std::path::Path;
 /// Held by the one scx_miami that schedules or observes on this host (flock). A second one,
 /// --observe included, would run every TCP probe twice and take the first one's stats socket
 /// over. The kernel drops the lock with the process, however it ends, so nothing stale stays.
-pub const LOCK_PATH: &str = "/run/scx_miami.lock";
+const LOCK_PATH: &str = "/run/scx_miami.lock";
 
 /// The instance lock, held until dropped. Created by check_host().
 #[derive(Debug)]
@@ -60,9 +60,10 @@ pub fn lock_instance(path: &Path) -> Result<InstanceLock> {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            let pid = match live_pid(&pid) {
-                true => format!(" (pid {})", pid.trim()),
-                false => String::new(),
+            let pid = if live_pid(&pid) {
+                format!(" (pid {})", pid.trim())
+            } else {
+                String::new()
             };
             bail!(
                 "another scx_miami is running{pid}: it holds {}. Stop it first, or watch it \
