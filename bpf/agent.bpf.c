@@ -8,7 +8,8 @@
  *
  * Step 1, release: is_net_task() treats a task whose last send/recv call is older than
  * release_ns as a non-network task until it communicates again, in O(1) per placement. Its
- * move target goes with it.
+ * move target goes with it. proc_irq_cpu() does the same for the threads of its process that do
+ * not communicate themselves.
  *
  * Steps 2 and 3, upgrade and shed: user space writes {tid, cpu, seq} into the policy_moves hash,
  * keyed by tid, and then bumps policy_moves_gen. apply_move() looks there only when the
@@ -77,6 +78,27 @@ __hidden bool is_net_task(struct task_ctx *taskc, u64 now)
 	if (net && !taskc->placed_net)
 		taskc->placed_net = 1;
 	return net;
+}
+
+/*
+ * Step 1 for a process: its other threads follow its representative thread (struct proc_ctx)
+ * while that one communicates, and are released with it. The group leader is read under the
+ * RCU read lock every non-sleepable program holds; a leader without proc_ctx (a process that
+ * never called send/recv) costs one task storage lookup.
+ */
+__hidden s32 proc_irq_cpu(struct task_struct *p, u64 now)
+{
+	struct task_struct *leader = p->group_leader;
+	struct proc_ctx *procc;
+	s32 irq;
+
+	if (!leader)
+		return MIAMI_NO_CPU;
+	procc = bpf_task_storage_get(&proc_ctx_stor, leader, 0, 0);
+	if (!procc || now - procc->last_ns >= release_ns)
+		return MIAMI_NO_CPU;
+	irq = procc->irq_cpu;
+	return irq >= 0 && irq < nr_cpu_ids ? irq : MIAMI_NO_CPU;
 }
 
 __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u64 now)

@@ -2,8 +2,8 @@
 /*
  * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC, its LLC siblings and its tier,
  * network room on a CPU, the CPUs a task may run on (and a mask narrowed to them), an idle CPU
- * in an LLC, the non-IRQ CPUs where non-network work goes, and whether dispatch() may steal the
- * head of a CPU's DSQ.
+ * in an LLC, the non-IRQ CPUs where non-network work goes, the CPU for a network process's other
+ * threads, and whether dispatch() may steal the head of a CPU's DSQ.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc and the LLC runs,
  * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so
@@ -179,6 +179,15 @@ static bool all_cpus_allowed(const struct task_struct *p)
 	return p->nr_cpus_allowed >= nr_cpu_ids;
 }
 
+/* This CPU's scratch mask; NULL if missing. */
+static struct bpf_cpumask *scratch_mask(void)
+{
+	u32 key = bpf_get_smp_processor_id();
+	struct scratch_ctx *sc = bpf_map_lookup_elem(&scratch_stor, &key);
+
+	return sc ? sc->mask : NULL;
+}
+
 /*
  * @mask limited to the CPUs @p may run on: @mask itself when @p may run anywhere, else this
  * CPU's scratch mask set to the intersection. A task under a cpuset, taskset, a container's CPU
@@ -186,19 +195,31 @@ static bool all_cpus_allowed(const struct task_struct *p)
  */
 static const struct cpumask *allowed_and(const struct task_struct *p, const struct cpumask *mask)
 {
-	struct scratch_ctx *sc;
 	struct bpf_cpumask *tmp;
-	u32 key = bpf_get_smp_processor_id();
 
 	if (!mask || all_cpus_allowed(p))
 		return mask;
-	sc = bpf_map_lookup_elem(&scratch_stor, &key);
-	if (!sc)
-		return NULL;
-	tmp = sc->mask;
+	tmp = scratch_mask();
 	if (!tmp)
 		return NULL;
 	bpf_cpumask_and(tmp, mask, p->cpus_ptr);
+	return cast_mask(tmp);
+}
+
+/*
+ * The CPUs of @cpu's LLC that take no NIC IRQ and that @p may run on, in this CPU's scratch
+ * mask (a later allowed_and() overwrites it). NULL if a mask is missing.
+ */
+static const struct cpumask *llc_non_irq_for(const struct task_struct *p, s32 cpu)
+{
+	const struct cpumask *span = llc_span(cpu);
+	struct bpf_cpumask *non_irq = non_irq_cpumask, *tmp = scratch_mask();
+
+	if (!span || !non_irq || !tmp)
+		return NULL;
+	bpf_cpumask_and(tmp, span, cast_mask(non_irq));
+	if (!all_cpus_allowed(p))
+		bpf_cpumask_and(tmp, cast_mask(tmp), p->cpus_ptr);
 	return cast_mask(tmp);
 }
 
@@ -282,6 +303,47 @@ static bool is_irq_cpu(s32 cpu)
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
 	return cpuc && cpuc->is_irq;
+}
+
+/* May a thread of a network process whose IRQ CPU is @irq_cpu queue on @cpu: its LLC, no IRQ? */
+static bool proc_cpu_ok(const struct task_struct *p, s32 cpu, s32 irq_cpu)
+{
+	return llc_of(cpu) == llc_of(irq_cpu) && cpu_allowed(p, cpu) && !is_irq_cpu(cpu);
+}
+
+/*
+ * Normal placement for @p, a thread of a network process whose IRQ CPU is @irq_cpu
+ * (proc_irq_cpu()): an idle CPU of that LLC that takes no IRQ, the previous one first; else any
+ * idle CPU that takes no IRQ; else, nothing being idle, a non-IRQ CPU of the LLC to queue on
+ * (ops.enqueue() keeps it there), the previous one if it is one. -1 if the LLC has none for @p.
+ */
+static s32 pick_proc_cpu(struct task_struct *p, s32 prev_cpu, s32 irq_cpu, bool *idle)
+{
+	const struct cpumask *mask;
+	bool prev_ok = proc_cpu_ok(p, prev_cpu, irq_cpu);
+	s32 cpu;
+
+	*idle = true;
+	if (prev_ok && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
+		stat_inc(MIAMI_STAT_PROC_LLC);
+		return prev_cpu;
+	}
+	mask = llc_non_irq_for(p, irq_cpu);
+	if (mask && (cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
+		stat_inc(MIAMI_STAT_PROC_LLC);
+		return cpu;
+	}
+	if ((cpu = pick_idle_non_irq(p)) >= 0) {
+		stat_inc(MIAMI_STAT_PROC_OUT);
+		return cpu;
+	}
+	*idle = false;
+	if (prev_ok)
+		return prev_cpu;
+	mask = llc_non_irq_for(p, irq_cpu);	/* pick_idle_non_irq() reused the scratch mask */
+	if (mask && (cpu = bpf_cpumask_any_distribute(mask)) < nr_cpu_ids)
+		return cpu;
+	return -1;
 }
 
 /*

@@ -100,6 +100,8 @@ enum miami_stat {
 	MIAMI_STAT_NET_MIGRATIONS,	/* a network task started running on another CPU than before */
 	MIAMI_STAT_REP_CLOSED,		/* a task closed its representative connection */
 	MIAMI_STAT_PROBE_MISSED,	/* calls not counted: no socket or task storage to be had */
+	MIAMI_STAT_PROC_LLC,		/* a network process's other thread placed in its LLC */
+	MIAMI_STAT_PROC_OUT,		/* ...on an idle CPU elsewhere: none idle in its LLC */
 	MIAMI_NR_STATS,
 };
 

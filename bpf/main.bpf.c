@@ -32,10 +32,13 @@
  * Tasks without task_ctx, without a known IRQ CPU, or silent for longer than release_ns (paper
  * step 1, "release") are placed normally: the previous CPU if it is idle and not an IRQ CPU,
  * then any idle CPU that is not an IRQ CPU, then the kernel's default idle pick; if nothing is
- * idle they wait in the shared vtime DSQ. While a non-IRQ CPU that may run them is idle, an IRQ
- * CPU does not take them from the shared DSQ (it kicks that CPU instead), nor keep running one
- * past its slice (enqueue_last() hands it over). Keeping IRQ CPUs free is what leaves room for
- * the network work that MiAMI wants there.
+ * idle they wait in the shared vtime DSQ. The other threads of a network process (those that do
+ * not communicate themselves, within release_ns of its most intensive thread's last call:
+ * proc_irq_cpu()) go to its IRQ CPU's LLC instead: an idle non-IRQ CPU there, else any idle
+ * non-IRQ CPU, else queued on a non-IRQ CPU of that LLC (pick_proc_cpu()). While a non-IRQ CPU
+ * that may run them is idle, an IRQ CPU does not take them from the shared DSQ (it kicks that
+ * CPU instead), nor keep running one past its slice (enqueue_last() hands it over). Keeping IRQ
+ * CPUs free is what leaves room for the network work that MiAMI wants there.
  *
  * A task whose CPUs are restricted (a cpuset, taskset, a container's CPU list, isolcpus) gets
  * the same rules within its CPUs: every idle search runs on the intersection of the mask it
@@ -44,7 +47,8 @@
  * 3. Queues and fairness
  *
  * Each CPU owns a per-CPU DSQ (id = CPU) that holds network tasks placed on it (and a task
- * enqueue_last() hands over); one shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both
+ * enqueue_last() hands over, and a network process's other threads queued in its LLC); one
+ * shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both
  * are ordered by vtime (runtime scaled by weight, with a lag limit of one slice), so
  * ops.dispatch() compares the heads of its own DSQ and of the shared DSQ and takes the
  * earlier one: a network task does not starve hogs and hogs do not starve it. We never insert
@@ -335,7 +339,11 @@ s32 BPF_STRUCT_OPS(miami_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wa
 			}
 		}
 	} else {
-		cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
+		s32 irq = proc_irq_cpu(p, now);
+
+		cpu = irq >= 0 ? pick_proc_cpu(p, prev_cpu, irq, &idle) : -1;
+		if (cpu < 0)
+			cpu = pick_normal_cpu(p, prev_cpu, wake_flags, &idle);
 	}
 
 	if (idle) {
@@ -479,7 +487,17 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 	} else {
+		s32 irq = proc_irq_cpu(p, now);
+
 		stat_inc(MIAMI_STAT_ENQ_NORMAL);
+		/* Another thread of a network process: on its CPU's DSQ if that is in the LLC. */
+		if (irq >= 0 && proc_cpu_ok(p, cpu, irq) &&
+		    (!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags))) {
+			stat_inc(MIAMI_STAT_PROC_LLC);
+			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
 	}
 
 	scx_bpf_dsq_insert_vtime(p, MIAMI_DSQ_SHARED, slice_ns, task_vtime(p), enq_flags);

@@ -86,6 +86,21 @@ struct task_ctx {
 	u32	moves_gen;		/* policy_moves_gen when policy_moves was last looked up */
 };
 
+/*
+ * A process's network view (paper III-B: "a process is represented by its most intensive
+ * connection"), in task storage of its thread group leader: the most intensive of its threads
+ * that communicates, as that thread last published itself (netmon.bpf.c publish_proc()). Its
+ * other threads, which call no send/recv of their own (a server's main or worker-pool thread),
+ * are placed in this IRQ CPU's LLC when there is room there (main.bpf.c, section 2).
+ */
+struct proc_ctx {
+	u64	last_ns;		/* when the representative thread last published */
+	s32	tid;			/* the representative thread */
+	s32	irq_cpu;		/* its IRQ CPU */
+	u32	intens;			/* its intensiveness */
+	u32	pad;
+};
+
 /* A time-windowed busy average of one CPU, in 1/1024 of a CPU. */
 struct load_avg {
 	u64	win_start_ns;
@@ -146,6 +161,13 @@ struct {
 } task_ctx_stor SEC(".maps") __weak;
 
 struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct proc_ctx);
+} proc_ctx_stor SEC(".maps") __weak;
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MIAMI_MAX_CPUS);
 	__type(key, u32);
@@ -204,6 +226,11 @@ extern const volatile u32 nr_cpu_ids;
  * been silent for release_ns.
  */
 __hidden bool is_net_task(struct task_ctx *taskc, u64 now);
+/*
+ * agent.bpf.c. The IRQ CPU of @p's process when @p itself is no network task but another of its
+ * threads is (struct proc_ctx, live within release_ns); -1 otherwise.
+ */
+__hidden s32 proc_irq_cpu(struct task_struct *p, u64 now);
 /* agent.bpf.c. Take the agent's pending move for @p, if any, within the round's budget. */
 __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u64 now);
 

@@ -169,7 +169,33 @@ const volatile u64 intens_win_ns = 100000000;
 /* Most votes the IRQ CPU vote holds: a CPU that takes over the calls wins within as many. */
 #define VOTE_MAX		8
 
-/* Write @taskc to net_tasks: when its view changed (@changed), else once per window. */
+/*
+ * Make thread @tid (@taskc) its process's representative (struct proc_ctx) if it is the most
+ * intensive of the process's communicating threads: more intensive than the one there, or that
+ * one itself, or that one has not published for two windows (it publishes at least once per
+ * window while it communicates).
+ */
+static __always_inline void publish_proc(struct task_ctx *taskc, u64 now, s32 tid)
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+	struct proc_ctx *procc;
+
+	if (taskc->irq_cpu < 0 || !leader)
+		return;
+	procc = bpf_task_storage_get(&proc_ctx_stor, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!procc || (procc->tid != tid && taskc->intens <= procc->intens &&
+		       now - procc->last_ns < 2 * intens_win_ns))
+		return;
+	procc->tid = tid;
+	procc->irq_cpu = taskc->irq_cpu;
+	procc->intens = taskc->intens;
+	procc->last_ns = now;
+}
+
+/*
+ * Write @taskc to net_tasks, and to its process's proc_ctx: when its view changed (@changed),
+ * else once per window.
+ */
 static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool changed)
 {
 	struct net_task *nt;
@@ -182,6 +208,7 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool c
 	/* After the check: a helper call, which most ticks need not make. */
 	pid_tgid = bpf_get_current_pid_tgid();
 	tid = (u32)pid_tgid;
+	publish_proc(taskc, now, tid);
 	nt = bpf_map_lookup_elem(&net_tasks, &tid);
 	if (!nt) {
 		struct net_task fresh = { .tid = tid, .tgid = pid_tgid >> 32 };

@@ -269,6 +269,18 @@ pub static STATS: &[StatDesc] = &[
         "count",
         "send/recv calls the monitor could not count: no socket or task storage to be had"
     ),
+    stat!(
+        miami_stat_MIAMI_STAT_PROC_LLC,
+        "proc_llc",
+        "count",
+        "placements of a network process's threads that do not communicate, in its IRQ CPU's LLC"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_PROC_OUT,
+        "proc_out",
+        "count",
+        "placements of those threads on an idle CPU outside that LLC, none being idle in it"
+    ),
 ];
 
 /// Counter values indexed by stat id.

@@ -48,6 +48,7 @@ TESTS=(
 	"t_auto_bounds.sh     default"
 	"t_restricted.sh      default"
 	"t_many_threads.sh    default"
+	"t_proc_threads.sh    default"
 	"t_target.sh          default"
 	"t_ops.sh             default"
 	# The newest and the oldest kernel; `make soak` runs its long form on every kernel.

@@ -50,6 +50,16 @@
  *                           shapes: fanout connected N busy B
  *                           shapes: fanout idle round R done
  *                           shapes: fanout busy_sends X idle_sends Y secs S
+ *   shapes helper HOST PORT DELAY_US SECS EVERY_US SPIN_US
+ *                         a network process's thread that never communicates: a thread connects
+ *                         to HOST:PORT (a sink) and sends 1 KiB every DELAY_US (slept) for SECS;
+ *                         the main thread meanwhile sleeps EVERY_US and busy-waits SPIN_US, over
+ *                         and over, and notes the CPU it ran each burst on, counting only the
+ *                         bursts while it may run on CPU 0 (start it elsewhere, then widen its
+ *                         CPUs: where does its scheduler move it?). Prints once the connection is
+ *                         up, then at the end, one line per CPU it ran counted bursts on:
+ *                           shapes: helper connected
+ *                           shapes: helper cpu C bursts N
  *
  * Pacing, as in pacer: absolute deadlines, each one delay after the previous (one more than a
  * delay late restarts from now: no burst to catch up), busy-waited on CLOCK_MONOTONIC (TCG guest
@@ -61,6 +71,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +553,60 @@ static int fanout(const char *host, int port, int n, int every, double busy_us, 
 	return 0;
 }
 
+struct helper_send {
+	const char *host;
+	int port;
+	double delay_us, end;
+};
+
+static void *helper_send(void *arg)
+{
+	struct helper_send *h = arg;
+	char buf[1024] = { 0 };
+	double next = now_us();
+	int s = connect_to(h->host, h->port);
+
+	if (s < 0)
+		exit(1);
+	printf("shapes: helper connected\n");
+	fflush(stdout);
+	while (now_us() < h->end) {
+		if (write_all(s, buf, sizeof(buf)) < 0)
+			fail("shapes helper: send");
+		advance(&next, h->delay_us);
+		sleep_until(next);
+	}
+	close(s);
+	return NULL;
+}
+
+/* The sending thread is the network task; the main thread only works, and counts its CPUs. */
+static int helper(const char *host, int port, double delay_us, double secs, double every_us,
+		  double spin_us)
+{
+	struct helper_send h = { host, port, delay_us, now_us() + secs * 1e6 };
+	static unsigned long bursts[CPU_SETSIZE];
+	pthread_t t;
+	cpu_set_t cpus;
+	int cpu;
+
+	if (pthread_create(&t, NULL, helper_send, &h))
+		fail("shapes helper: pthread_create");
+	while (now_us() < h.end) {
+		usleep(every_us);
+		busy_until(now_us() + spin_us);
+		cpu = sched_getcpu();
+		if (cpu >= 0 && cpu < CPU_SETSIZE && !sched_getaffinity(0, sizeof(cpus), &cpus) &&
+		    CPU_ISSET(0, &cpus))
+			bursts[cpu]++;
+	}
+	pthread_join(t, NULL);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (bursts[cpu])
+			printf("shapes: helper cpu %d bursts %lu\n", cpu, bursts[cpu]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -565,9 +630,13 @@ int main(int argc, char **argv)
 	if (argc == 9 && !strcmp(mode, "fanout") && atoi(argv[4]) > 0 && atoi(argv[5]) > 0)
 		return fanout(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atof(argv[6]),
 			      atof(argv[7]), atof(argv[8]));
+	if (argc == 8 && !strcmp(mode, "helper"))
+		return helper(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]), atof(argv[6]),
+			      atof(argv[7]));
 	fprintf(stderr, "usage: shapes echo PORT | shapes relay PORT HOST2 PORT2 | shapes duplex HOST"
 		" PORT DELAY_US SECS TIMES | shapes ping PORT EVERY_US | shapes bulkthen HOST1 PORT1"
 		" BULK_SECS HOST2 PORT2 EVERY_MS COUNT | shapes tpc PORT | shapes fanout HOST PORT N"
-		" BUSY_EVERY BUSY_DELAY_US IDLE_MS SECS\n");
+		" BUSY_EVERY BUSY_DELAY_US IDLE_MS SECS | shapes helper HOST PORT DELAY_US SECS"
+		" EVERY_US SPIN_US\n");
 	return 2;
 }
