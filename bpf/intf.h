@@ -102,6 +102,12 @@ enum miami_stat {
 	MIAMI_STAT_PROBE_MISSED,	/* calls not counted: no socket or task storage to be had */
 	MIAMI_STAT_PROC_LLC,		/* a network process's other thread placed in its LLC */
 	MIAMI_STAT_PROC_OUT,		/* ...on an idle CPU elsewhere: none idle in its LLC */
+	/* --test-time-dispatch: ns in dispatch() calls by outcome, DSP_CPU's order, then none. */
+	MIAMI_STAT_DSP_NS_CPU,
+	MIAMI_STAT_DSP_NS_SHARED,
+	MIAMI_STAT_DSP_NS_STEAL_LLC,
+	MIAMI_STAT_DSP_NS_STEAL_FAR,
+	MIAMI_STAT_DSP_NS_NONE,
 	MIAMI_NR_STATS,
 };
 

@@ -168,6 +168,8 @@ static u64 vtime_now;
  * hotplug exit does. Risk: none unless set; one load per dispatch().
  */
 volatile u32 test_error;
+/* --test-time-dispatch (hidden): time dispatch() by outcome (miami_dispatch()). */
+const volatile bool time_dispatch;
 
 /* CPUs that take no NIC input IRQ: where non-network tasks prefer to run (agent.bpf.c). */
 private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
@@ -518,10 +520,10 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * ops.dispatch(): @cpu has nothing local to run. Own DSQ vs shared DSQ by vtime, then pull
- * from LLC siblings, then from other LLCs.
+ * ops.dispatch()'s work: own DSQ vs shared DSQ by vtime, then pull from LLC siblings, then from
+ * other LLCs. Returns the counter of the DSQ it moved a task from (MIAMI_STAT_DSP_*), or -1.
  */
-void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
+static __always_inline s32 dispatch_one(s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
 	struct llc_walk sibs;
@@ -542,7 +544,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	if (own && (!shared || own->scx.dsq_vtime <= shared->scx.dsq_vtime)) {
 		if (scx_bpf_dsq_move_to_local(cpu, 0)) {
 			stat_inc(MIAMI_STAT_DSP_CPU);
-			return;
+			return MIAMI_STAT_DSP_CPU;
 		}
 	}
 	/*
@@ -570,7 +572,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 			if (head && (!shared || head->scx.dsq_vtime <= shared->scx.dsq_vtime) &&
 			    !head_waits_for_core(other) && scx_bpf_dsq_move_to_local(other, 0)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
-				return;
+				return MIAMI_STAT_DSP_STEAL_LLC;
 			}
 			break;
 		}
@@ -584,11 +586,11 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	if (shared && !(irq_cpu && kick_idle_non_irq(shared)) &&
 	    scx_bpf_dsq_move_to_local(MIAMI_DSQ_SHARED, 0)) {
 		stat_inc(MIAMI_STAT_DSP_SHARED);
-		return;
+		return MIAMI_STAT_DSP_SHARED;
 	}
 	if (own && scx_bpf_dsq_move_to_local(cpu, 0)) {
 		stat_inc(MIAMI_STAT_DSP_CPU);
-		return;
+		return MIAMI_STAT_DSP_CPU;
 	}
 
 	if (sib_queued) {
@@ -596,7 +598,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 			other = llc_walk_cpu(&sibs, i);
 			if (steal_from(other)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
-				return;
+				return MIAMI_STAT_DSP_STEAL_LLC;
 			}
 		}
 	}
@@ -607,7 +609,7 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 			if (llc_of(other) != my_llc && llc_is_overloaded(other) &&
 			    scx_bpf_dsq_nr_queued(other) > 1 && steal_from(other)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_FAR);
-				return;
+				return MIAMI_STAT_DSP_STEAL_FAR;
 			}
 		}
 	}
@@ -622,6 +624,24 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists(prev)) &&
 	    !prev_should_move(prev, cpu))
 		refill_slice(prev, cpu);
+	return -1;
+}
+
+/*
+ * ops.dispatch(): @cpu has nothing local to run. With --test-time-dispatch, the time of each
+ * call goes to its outcome's counter (MIAMI_STAT_DSP_NS_*, in MIAMI_STAT_DSP_CPU's order): what
+ * bpf_stats gives as one total per program, by what the calls did. The verifier drops the
+ * clock reads when it is off (rodata).
+ */
+void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 start = time_dispatch ? bpf_ktime_get_ns() : 0;
+	s32 moved = dispatch_one(cpu, prev);
+
+	if (time_dispatch)
+		stat_add(moved < 0 ? MIAMI_STAT_DSP_NS_NONE :
+				     MIAMI_STAT_DSP_NS_CPU + (moved - MIAMI_STAT_DSP_CPU),
+			 bpf_ktime_get_ns() - start);
 }
 
 /* ops.running(): @p starts on this CPU. Tier bookkeeping and the vtime clock. */

@@ -112,6 +112,8 @@ pub struct Config {
     pub stats_socket: std::path::PathBuf,
     /// --test-inject-error: (1 error / 2 restart, after this long).
     pub inject_error: Option<(u32, std::time::Duration)>,
+    /// --test-time-dispatch: ops.dispatch() timed by outcome.
+    pub time_dispatch: bool,
 }
 
 fn positive_secs(option: &'static str, v: Option<f64>) -> Result<(), Invalid> {
@@ -260,6 +262,7 @@ impl Config {
             observe: o.observe,
             stats_socket,
             inject_error,
+            time_dispatch: o.test_time_dispatch,
             slice_ns: slice_us * 1000,
             release_ns: release_ms * 1_000_000,
             intens_win_ns: win_ms * 1_000_000,

@@ -256,6 +256,7 @@ impl<'a> Scheduler<'a> {
         rodata.slice_ns = cfg.slice_ns;
         rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;
+        rodata.time_dispatch = cfg.time_dispatch;
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();

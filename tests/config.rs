@@ -72,6 +72,7 @@ fn defaults() {
             // The scx project's schedulers' path (scx_stats), where --monitor finds them.
             stats_socket: "/var/run/scx/root/stats".into(),
             inject_error: None,
+            time_dispatch: false,
         }
     );
 }

@@ -281,6 +281,36 @@ pub static STATS: &[StatDesc] = &[
         "count",
         "placements of those threads on an idle CPU outside that LLC, none being idle in it"
     ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_NS_CPU,
+        "dsp_ns_cpu",
+        "ns",
+        "with --test-time-dispatch only: time in dispatch() calls that took a task from the CPU's own DSQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_NS_SHARED,
+        "dsp_ns_shared",
+        "ns",
+        "with --test-time-dispatch only: time in dispatch() calls that took one from the shared DSQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_NS_STEAL_LLC,
+        "dsp_ns_steal_llc",
+        "ns",
+        "with --test-time-dispatch only: time in dispatch() calls that pulled one from an LLC sibling's DSQ"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_NS_STEAL_FAR,
+        "dsp_ns_steal_far",
+        "ns",
+        "with --test-time-dispatch only: time in dispatch() calls that pulled one from another LLC"
+    ),
+    stat!(
+        miami_stat_MIAMI_STAT_DSP_NS_NONE,
+        "dsp_ns_none",
+        "ns",
+        "with --test-time-dispatch only: time in dispatch() calls that moved no task"
+    ),
 ];
 
 /// Counter values indexed by stat id.

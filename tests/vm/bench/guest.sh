@@ -65,7 +65,9 @@
 # ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second, and per
 # program its ns per call and calls per second: bpf_per_prog), the scheduler process's own
 # CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by source
-# (dispatch_moves).
+# (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the time of those calls, in us per
+# call by outcome (dispatch_us: --test-time-dispatch, two clock reads more per call, so its
+# BPF cost figures are not comparable with runs without).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 T_NAME=bench
@@ -191,7 +193,7 @@ start() {
 	eevdf) SCHED_PID= ;;
 	eevdf-rfs) rfs on; SCHED_PID= ;;
 	bpfland) MIAMI_BIN=$MIAMI_BPFLAND SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 sched_start ;;
-	miami) sched_start ;;
+	miami) sched_start ${MIAMI_BENCH_TIME_DISPATCH:+--test-time-dispatch} ;;
 	eevdf-pin) SCHED_PID= ;;
 	esac
 }
@@ -548,12 +550,24 @@ if s == "miami":
         part = open(os.environ["BENCH_SCHED_LOG"]).read().split("totals since start:")[-1]
     except (OSError, KeyError):
         part = ""
-    moves = {}
-    for k in ("dsp_cpu", "dsp_shared", "dsp_steal_llc", "dsp_steal_far"):
+    def total(k):
         m = re.search(rf"^{k}\s+(\d+)", part, re.M)
-        if m and calls:
-            moves[k] = round(int(m.group(1)) / calls, 3)
+        return int(m.group(1)) if m else None
+    moves, n, us = {}, {}, {}
+    for k in ("dsp_cpu", "dsp_shared", "dsp_steal_llc", "dsp_steal_far"):
+        n[k] = total(k)
+        if n[k] is not None and calls:
+            moves[k] = round(n[k] / calls, 3)
     r["dispatch_moves"] = moves or None
+    # us per call by outcome, from the exit totals: the calls that moved nothing are all the
+    # calls bpf_stats counted less the moves (the teardown's few moves make it a bit low).
+    if os.environ.get("MIAMI_BENCH_TIME_DISPATCH") and calls and None not in n.values():
+        n["dsp_none"] = max(calls - sum(n.values()), 0)
+        for k, cnt in n.items():
+            ns = total(k.replace("dsp_", "dsp_ns_"))
+            if ns is not None and cnt:
+                us[k] = [round(ns / cnt / 1e3, 1), cnt]
+        r["dispatch_us"] = us or None
 print(json.dumps(r))
 PY
 	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json

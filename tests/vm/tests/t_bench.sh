@@ -73,10 +73,11 @@ tot = sum(m.values())
 print("ok" if set(m) == keys and 0 < tot <= 1.1 else f"got {m}")' "$out/bench.jsonl")" ok
 
 # The paths of the harness the mix does not take, under scx_miami alone, 5 s windows: the
-# IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases.
+# IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases; and
+# dispatch() timed by outcome (MIAMI_BENCH_TIME_DISPATCH).
 out2=/tmp/bench-paths
 mkdir -p "$out2"
-VM_OUT=$out2 "$(dirname "$0")/../bench/guest.sh" --only micro-irqb-8,microtx-2n-8,table3 --scheds miami --secs 5 |
+MIAMI_BENCH_TIME_DISPATCH=1 VM_OUT=$out2 "$(dirname "$0")/../bench/guest.sh" --only micro-irqb-8,microtx-2n-8,table3 --scheds miami --secs 5 |
 	tee /tmp/bench-paths.log
 echo '{"command": "t_bench (guest.sh --only micro-irqb-8,microtx-2n-8,table3)"}' >"$out2/run.json"
 if python3 "$(dirname "$0")/../bench/render.py" "$out2" --check --want miami >/tmp/bench-check2.txt 2>&1; then
@@ -100,4 +101,21 @@ for ph in r["phases"]:
     ok = all(ph[k]["kbps"] > 0 and abs(ph[k]["core"] + ph[k]["cache"] + ph[k]["other"] - 1) < 0.01 for k in g)
     out.append("".join(g) + ("" if ok else "!"))
 print(",".join(out))' "$j")" "A,AB,ABC"
+# dispatch() by outcome: the calls that moved nothing and those that took from the CPU's own DSQ
+# (both happen in every shape) timed, and the mean over all outcomes, weighted by their calls,
+# against bpf_stats' ns per call of dispatch() over the window. The timed part is a subset of
+# each call (not the prologue, the epilogue and the counter's update), so the ratio is at most 1
+# over one span; the two spans differ (load to exit against the window), hence 0.3 to 1.5.
+check_eq "dispatch() timed by outcome, against bpf_stats" "$(python3 -c 'import json, sys
+out = []
+for r in (json.loads(l) for l in open(sys.argv[1])):
+    if r["scenario"] == "table3":
+        continue
+    us = r.get("dispatch_us") or {}
+    ns, _ = (r.get("bpf_per_prog") or {}).get("miami_dispatch", (0, 0))
+    n = sum(c for _, c in us.values())
+    mean = sum(u * c for u, c in us.values()) / n * 1e3 if n else 0
+    ok = {"dsp_none", "dsp_cpu"} <= set(us) and ns and 0.3 <= mean / ns <= 1.5
+    out.append("ok" if ok else "%s: %s, bpf_stats %s ns" % (r["scenario"], us, ns))
+print(" ".join(out))' "$j")" "ok ok"
 finish
