@@ -48,13 +48,12 @@
  *
  * Each CPU owns a per-CPU DSQ (id = CPU) that holds network tasks placed on it (and a task
  * enqueue_last() hands over, and a network process's other threads queued in its LLC); one
- * shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both
- * are ordered by vtime (runtime scaled by weight, with a lag limit of one slice), so
- * ops.dispatch() compares the heads of its own DSQ and of the shared DSQ and takes the
- * earlier one: a network task does not starve hogs and hogs do not starve it. We never insert
- * into SCX_DSQ_LOCAL_ON from ops.enqueue() for another CPU (scx PR #2943, issues
- * #2879/#2825): the task goes to the target's own DSQ and the target's ops.dispatch() moves
- * it, which validates the task's affinity on that CPU.
+ * shared DSQ (MIAMI_DSQ_SHARED) holds everything else. Both are ordered by vtime (runtime
+ * scaled by weight, with a lag limit of one slice), so ops.dispatch() compares the heads of
+ * its own DSQ and of the shared DSQ and takes the earlier one: a network task does not starve
+ * hogs and hogs do not starve it. We never insert into SCX_DSQ_LOCAL_ON from ops.enqueue() for
+ * another CPU (scx PR #2943, issues #2879/#2825): the task goes to the target's own DSQ and the
+ * target's ops.dispatch() moves it, which validates the task's affinity on that CPU.
  *
  * Work conservation: a CPU whose own DSQ is empty first takes an LLC sibling's backlog (a
  * sibling DSQ with two or more tasks, if its head is older than the shared DSQ's), then the
