@@ -103,11 +103,11 @@ enum miami_stat {
 	MIAMI_STAT_PROC_LLC,		/* a network process's other thread placed in its LLC */
 	MIAMI_STAT_PROC_OUT,		/* ...on an idle CPU elsewhere: none idle in its LLC */
 	/* --test-time-dispatch: ns in dispatch() calls by outcome, DSP_CPU's order, then none. */
-	MIAMI_STAT_DSP_NS_CPU,
-	MIAMI_STAT_DSP_NS_SHARED,
-	MIAMI_STAT_DSP_NS_STEAL_LLC,
-	MIAMI_STAT_DSP_NS_STEAL_FAR,
-	MIAMI_STAT_DSP_NS_NONE,
+	MIAMI_STAT_DSP_CPU_NS,
+	MIAMI_STAT_DSP_SHARED_NS,
+	MIAMI_STAT_DSP_STEAL_LLC_NS,
+	MIAMI_STAT_DSP_STEAL_FAR_NS,
+	MIAMI_STAT_DSP_NONE_NS,
 	MIAMI_NR_STATS,
 };
 

@@ -628,7 +628,7 @@ static __always_inline s32 dispatch_one(s32 cpu, struct task_struct *prev)
 
 /*
  * ops.dispatch(): @cpu has nothing local to run. With --test-time-dispatch, the time of each
- * call goes to its outcome's counter (MIAMI_STAT_DSP_NS_*, in MIAMI_STAT_DSP_CPU's order): what
+ * call goes to its outcome's counter (MIAMI_STAT_DSP_*_NS, in MIAMI_STAT_DSP_CPU's order): what
  * bpf_stats gives as one total per program, by what the calls did. The verifier drops the
  * clock reads when it is off (rodata).
  */
@@ -638,8 +638,8 @@ void BPF_STRUCT_OPS(miami_dispatch, s32 cpu, struct task_struct *prev)
 	s32 moved = dispatch_one(cpu, prev);
 
 	if (time_dispatch)
-		stat_add(moved < 0 ? MIAMI_STAT_DSP_NS_NONE :
-				     MIAMI_STAT_DSP_NS_CPU + (moved - MIAMI_STAT_DSP_CPU),
+		stat_add(moved < 0 ? MIAMI_STAT_DSP_NONE_NS :
+				     MIAMI_STAT_DSP_CPU_NS + (moved - MIAMI_STAT_DSP_CPU),
 			 bpf_ktime_get_ns() - start);
 }
 

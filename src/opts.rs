@@ -215,7 +215,7 @@ pub struct Opts {
     #[arg(long, value_name = "error|restart@SECS", hide = true)]
     pub test_inject_error: Option<String>,
 
-    /// Test only: time ops.dispatch() by what it did (the dsp_ns_* counters): two clock reads
+    /// Test only: time ops.dispatch() by what it did (the dsp_*_ns counters): two clock reads
     /// per call more. For `make bench`, which reports the time per outcome.
     #[arg(long, hide = true)]
     pub test_time_dispatch: bool,

@@ -282,32 +282,32 @@ pub static STATS: &[StatDesc] = &[
         "placements of those threads on an idle CPU outside that LLC, none being idle in it"
     ),
     stat!(
-        miami_stat_MIAMI_STAT_DSP_NS_CPU,
-        "dsp_ns_cpu",
+        miami_stat_MIAMI_STAT_DSP_CPU_NS,
+        "dsp_cpu_ns",
         "ns",
         "with --test-time-dispatch only: time in dispatch() calls that took a task from the CPU's own DSQ"
     ),
     stat!(
-        miami_stat_MIAMI_STAT_DSP_NS_SHARED,
-        "dsp_ns_shared",
+        miami_stat_MIAMI_STAT_DSP_SHARED_NS,
+        "dsp_shared_ns",
         "ns",
         "with --test-time-dispatch only: time in dispatch() calls that took one from the shared DSQ"
     ),
     stat!(
-        miami_stat_MIAMI_STAT_DSP_NS_STEAL_LLC,
-        "dsp_ns_steal_llc",
+        miami_stat_MIAMI_STAT_DSP_STEAL_LLC_NS,
+        "dsp_steal_llc_ns",
         "ns",
         "with --test-time-dispatch only: time in dispatch() calls that pulled one from an LLC sibling's DSQ"
     ),
     stat!(
-        miami_stat_MIAMI_STAT_DSP_NS_STEAL_FAR,
-        "dsp_ns_steal_far",
+        miami_stat_MIAMI_STAT_DSP_STEAL_FAR_NS,
+        "dsp_steal_far_ns",
         "ns",
         "with --test-time-dispatch only: time in dispatch() calls that pulled one from another LLC"
     ),
     stat!(
-        miami_stat_MIAMI_STAT_DSP_NS_NONE,
-        "dsp_ns_none",
+        miami_stat_MIAMI_STAT_DSP_NONE_NS,
+        "dsp_none_ns",
         "ns",
         "with --test-time-dispatch only: time in dispatch() calls that moved no task"
     ),

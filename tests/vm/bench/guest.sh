@@ -564,7 +564,7 @@ if s == "miami":
     if os.environ.get("MIAMI_BENCH_TIME_DISPATCH") and calls and None not in n.values():
         n["dsp_none"] = max(calls - sum(n.values()), 0)
         for k, cnt in n.items():
-            ns = total(k.replace("dsp_", "dsp_ns_"))
+            ns = total(k + "_ns")
             if ns is not None and cnt:
                 us[k] = [round(ns / cnt / 1e3, 1), cnt]
         r["dispatch_us"] = us or None
