@@ -3,7 +3,7 @@
  * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC, its LLC siblings and its tier,
  * network room on a CPU, the CPUs a task may run on (and a mask narrowed to them), an idle CPU
  * in an LLC, the non-IRQ CPUs where non-network work goes, the CPU for a network process's other
- * threads, and whether dispatch() may steal the head of a CPU's DSQ.
+ * threads, whether dispatch() may steal the head of a CPU's DSQ, and the masks ops.init() makes.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc and the LLC runs,
  * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so
@@ -321,7 +321,7 @@ static s32 pick_proc_cpu(struct task_struct *p, s32 prev_cpu, s32 irq_cpu, bool 
 {
 	const struct cpumask *mask;
 	bool prev_ok = proc_cpu_ok(p, prev_cpu, irq_cpu);
-	s32 cpu;
+	s32 cpu, queue_cpu = prev_ok ? prev_cpu : -1;
 
 	*idle = true;
 	if (prev_ok && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
@@ -329,21 +329,21 @@ static s32 pick_proc_cpu(struct task_struct *p, s32 prev_cpu, s32 irq_cpu, bool 
 		return prev_cpu;
 	}
 	mask = llc_non_irq_for(p, irq_cpu);
-	if (mask && (cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
-		stat_inc(MIAMI_STAT_PROC_LLC);
-		return cpu;
+	if (mask) {
+		if ((cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
+			stat_inc(MIAMI_STAT_PROC_LLC);
+			return cpu;
+		}
+		/* Chosen now: pick_idle_non_irq() below reuses the scratch mask. */
+		if (queue_cpu < 0 && (cpu = bpf_cpumask_any_distribute(mask)) < nr_cpu_ids)
+			queue_cpu = cpu;
 	}
 	if ((cpu = pick_idle_non_irq(p)) >= 0) {
 		stat_inc(MIAMI_STAT_PROC_OUT);
 		return cpu;
 	}
 	*idle = false;
-	if (prev_ok)
-		return prev_cpu;
-	mask = llc_non_irq_for(p, irq_cpu);	/* pick_idle_non_irq() reused the scratch mask */
-	if (mask && (cpu = bpf_cpumask_any_distribute(mask)) < nr_cpu_ids)
-		return cpu;
-	return -1;
+	return queue_cpu;
 }
 
 /*
@@ -373,6 +373,59 @@ static bool steal_from(s32 dsq)
 	if (!scx_bpf_dsq_nr_queued(dsq) || head_waits_for_core(dsq))
 		return false;
 	return scx_bpf_dsq_move_to_local(dsq, 0);
+}
+
+/*
+ * ops.init()'s part: the CPU masks above (each LLC's span, each CPU's scratch mask) and
+ * non_irq_cpumask, with every CPU in it until user space marks the IRQ CPUs.
+ */
+static s32 init_cpumasks(void)
+{
+	struct bpf_cpumask *mask;
+	struct llc_ctx *llcc;
+	u32 cpu, key;
+
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&non_irq_cpumask, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		struct scratch_ctx *sc = bpf_map_lookup_elem(&scratch_stor, &cpu);
+
+		if (!sc)
+			return -EINVAL;
+		mask = bpf_cpumask_create();
+		if (!mask)
+			return -ENOMEM;
+		mask = bpf_kptr_xchg(&sc->mask, mask);
+		if (mask)
+			bpf_cpumask_release(mask);
+
+		key = llc_of(cpu);
+		llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
+		if (!llcc)
+			return -EINVAL;
+		if (!llcc->span) {
+			mask = bpf_cpumask_create();
+			if (!mask)
+				return -ENOMEM;
+			mask = bpf_kptr_xchg(&llcc->span, mask);
+			if (mask)
+				bpf_cpumask_release(mask);
+		}
+		bpf_rcu_read_lock();
+		mask = llcc->span;
+		if (mask)
+			bpf_cpumask_set_cpu(cpu, mask);
+		mask = non_irq_cpumask;
+		if (mask)
+			bpf_cpumask_set_cpu(cpu, mask);
+		bpf_rcu_read_unlock();
+	}
+	return 0;
 }
 
 #endif /* __MIAMI_CPUS_BPF_H */

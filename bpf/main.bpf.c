@@ -488,12 +488,15 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 	} else {
-		s32 irq = proc_irq_cpu(p, now);
+		s32 irq;
 
 		stat_inc(MIAMI_STAT_ENQ_NORMAL);
-		/* Another thread of a network process: on its CPU's DSQ if that is in the LLC. */
-		if (irq >= 0 && proc_cpu_ok(p, cpu, irq) &&
-		    (!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags))) {
+		/*
+		 * Another thread of a network process: on its CPU's DSQ if that is in the LLC. The
+		 * flags first: a wakeup that skipped select_cpu() goes on below without the lookup.
+		 */
+		if ((!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags)) &&
+		    (irq = proc_irq_cpu(p, now)) >= 0 && proc_cpu_ok(p, cpu, irq)) {
 			stat_inc(MIAMI_STAT_PROC_LLC);
 			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -706,55 +709,6 @@ void BPF_STRUCT_OPS(miami_stopping, struct task_struct *p, bool runnable)
 void BPF_STRUCT_OPS(miami_enable, struct task_struct *p)
 {
 	p->scx.dsq_vtime = vtime_now;
-}
-
-static s32 init_cpumasks(void)
-{
-	struct bpf_cpumask *mask;
-	struct llc_ctx *llcc;
-	u32 cpu, key;
-
-	mask = bpf_cpumask_create();
-	if (!mask)
-		return -ENOMEM;
-	mask = bpf_kptr_xchg(&non_irq_cpumask, mask);
-	if (mask)
-		bpf_cpumask_release(mask);
-
-	bpf_for(cpu, 0, nr_cpu_ids) {
-		struct scratch_ctx *sc = bpf_map_lookup_elem(&scratch_stor, &cpu);
-
-		if (!sc)
-			return -EINVAL;
-		mask = bpf_cpumask_create();
-		if (!mask)
-			return -ENOMEM;
-		mask = bpf_kptr_xchg(&sc->mask, mask);
-		if (mask)
-			bpf_cpumask_release(mask);
-
-		key = llc_of(cpu);
-		llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
-		if (!llcc)
-			return -EINVAL;
-		if (!llcc->span) {
-			mask = bpf_cpumask_create();
-			if (!mask)
-				return -ENOMEM;
-			mask = bpf_kptr_xchg(&llcc->span, mask);
-			if (mask)
-				bpf_cpumask_release(mask);
-		}
-		bpf_rcu_read_lock();
-		mask = llcc->span;
-		if (mask)
-			bpf_cpumask_set_cpu(cpu, mask);
-		mask = non_irq_cpumask;
-		if (mask)
-			bpf_cpumask_set_cpu(cpu, mask);
-		bpf_rcu_read_unlock();
-	}
-	return 0;
 }
 
 /* ops.init(): create the DSQs and the CPU masks. */
