@@ -58,10 +58,10 @@
 # CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
-# requests/s and p99,
-# round-trip p50/p99 (us), placement of the receivers or server (probe.py, shares of
-# core/cache/other against their NIC's IRQ CPU), their migrations, the guest's busy CPU per
-# Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
+# requests/s and p99, round-trip p50/p99 (us), placement of the receivers or server (probe.py,
+# shares of core/cache/other against their NIC's IRQ CPU), their migrations and run-queue wait
+# (schedstat: the share of their runnable time spent queued), the guest's busy CPU per Gbit/s
+# (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
 # ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second, and per
 # program its ns per call and calls per second: bpf_per_prog), the scheduler process's own
 # CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by source
@@ -279,6 +279,22 @@ pair_of() { echo "${USE[$1 * ${#USE[@]} / $2]}"; }
 # Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
 softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
 # The scheduler process's own CPU time so far, in s.
+# Each thread of processes $2... as "tid run_ns wait_ns" into file $1: schedstat's run time and
+# run-queue wait (time runnable but not running, CONFIG_SCHED_INFO), which every scheduler's
+# tasks have, so the wait compares them where p99 figures exist only for the ping-pongs.
+# Builtins only: it runs beside the hogs in overload.
+sched_waits() {
+	local out=$1 pid f tid rt qw _
+	shift
+	: >"$out"
+	for pid in "$@"; do
+		for f in /proc/"$pid"/task/*/schedstat; do
+			read -r rt qw _ 2>/dev/null <"$f" || continue
+			tid=${f%/schedstat} tid=${tid##*/}
+			echo "$tid $rt $qw" >>"$out"
+		done
+	done
+}
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
 
 # Run scenario $1 under scheduler $2; append its JSON object.
@@ -411,6 +427,7 @@ run() {
 	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "${on[@]}")
 	cpu0=$(proc_cpu_s); t0=$EPOCHREALTIME; rx0=$(nic_bytes $dir)
 	bpf_cost >/tmp/bpf0.txt
+	sched_waits /tmp/wait0.txt "${srv[@]}"
 	if [[ $sc == table3 ]]; then
 		table3_run t3 "$IRQ_CPU_A"
 	else
@@ -422,6 +439,7 @@ run() {
 	local el=$((${EPOCHREALTIME/./} - ${t0/./}))
 	el=$((el / 1000000)).$(printf %06d $((el % 1000000)))
 	bpf_cost >/tmp/bpf1.txt
+	sched_waits /tmp/wait1.txt "${srv[@]}"
 	# The window is over: the hogs go first, so that what follows runs on an idle guest.
 	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	if [[ $s == miami && $sc != table3 ]]; then # for eevdf-pin: each task's most used CPU
@@ -499,6 +517,20 @@ if sc == "table3":
     c3 = phases[2]["C"]
     r["placement"] = {k: c3[k] for k in ("core", "cache", "other")} if c3["core"] is not None else None
     r["c_kbps"] = c3["kbps"]
+# The measured tasks' run-queue wait over the window, as a share of their runnable time (run +
+# wait), per thread between the two readings (a thread born in the window counts from zero, one
+# that ended in it is left out): the latency a scheduler adds by leaving a runnable task queued.
+def waits(f):
+    return {t: (int(a), int(b)) for t, a, b in (l.split() for l in open(f) if l.strip())}
+try:
+    w0, w1 = waits("/tmp/wait0.txt"), waits("/tmp/wait1.txt")
+    run = sum(a - w0.get(t, (0, 0))[0] for t, (a, _) in w1.items())
+    qw = sum(b - w0.get(t, (0, 0))[1] for t, (_, b) in w1.items())
+    if run + qw > 0:
+        r["queued_share"] = round(qw / (run + qw), 4)
+        r["queued_ms_per_s"] = round(qw / 1e6 / el, 1)
+except (OSError, ValueError):
+    pass
 if sc.startswith("mix-"):
     lat = []
     for f in sorted(glob.glob("/tmp/rr-*.out")):
@@ -570,7 +602,7 @@ if s == "miami":
         r["dispatch_us"] = us or None
 print(json.dumps(r))
 PY
-	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json
+	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/wait[01].txt
 }
 
 total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS

@@ -7,7 +7,8 @@ papers' bar charts are what it draws plainly).
 
 Usage: render.py DIR [--check [--want S,...]]
   --check  also assert the sanity of a --quick run (make test): every scheduler present in
-           every scenario, no zero throughput or request rate, placement shares summing to 1.
+           every scenario, no zero throughput or request rate, placement shares summing to 1,
+           a run-queue wait share in [0, 1) for the measured tasks.
   --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
 """
 import json
@@ -27,7 +28,7 @@ COLS = [  # (key, header, format)
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
-    ("migrations", "migr", "{}"), ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
+    ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"), ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
     ("softirq_irq_cpus_s", "softirq s", "{:.2f}"), ("bpf_ns_per_op", "ns/op", "{:.0f}"),
     ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),
     ("sched_cpu_s_per_s", "loader CPU", "{:.3f}"), ("irq_cpus", "IRQ CPUs", "{}"),
@@ -95,6 +96,9 @@ def main():
                 for k in ("gbps_total", "requests_per_s", "rr_trans_per_s"):
                     if k in r and not r[k]:
                         errors.append(f"{sc}/{s}: {k} is {r[k]}")
+                q = r.get("queued_share")
+                if sc != "table3" and (q is None or not 0 <= q < 1):
+                    errors.append(f"{sc}/{s}: queued share {q}")
                 p = r.get("placement")
                 if not p or abs(sum(p.values()) - 1) > 0.01:
                     errors.append(f"{sc}/{s}: placement shares {p}")
