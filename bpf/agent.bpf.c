@@ -30,7 +30,8 @@
  * pairs an old seq with a new CPU or the reverse, which costs one misplaced or one skipped move,
  * still within the budget.
  *
- * The round's task table: miami_snapshot() below copies it out in one system call.
+ * The round's task table and CPU loads: miami_snapshot() and miami_cpu_times() below copy
+ * them out, one system call each.
  *
  * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
  * main.bpf.c, with the callers' pointer types, as if they were in the same file.
@@ -252,6 +253,47 @@ static void snap_lookup_known(struct snap_walk *w)
 		snap_kept = j + 1;
 	}
 	w->nr = snap_kept;
+}
+
+/*
+ * The agent round's CPU loads, copied by miami_cpu_times() below: each CPU's busy time since boot
+ * from the kernel's own counters, the ones /proc/stat prints (user, nice, system, irq, softirq,
+ * steal; ns, updated at each tick and, with IRQ time accounting, at each IRQ exit), and whether
+ * the CPU is online (its runqueue's flag; /proc/stat lists online CPUs only), at snap_cpu_ns.
+ * The agent read /proc/stat for them: under TCG that read (the kernel printing every IRQ's
+ * count over every CPU) cost 1.6 ms of CPU per round, ten rounds a second
+ * (docs/results/loader-cost.md). A program of its own, not a part of miami_snapshot(): the
+ * verifier finds per-CPU variables through kallsyms, which lists them only with
+ * CONFIG_KALLSYMS_ALL, so on a kernel without it this program does not load and the loader
+ * leaves it out (src/load.rs kallsyms_has()) and reads /proc/stat.
+ */
+extern struct kernel_cpustat kernel_cpustat __ksym;
+extern struct rq runqueues __ksym;
+
+u64 snap_cpu_ns;
+u64 snap_cpu_busy_ns[MIAMI_MAX_CPUS];
+u8 snap_cpu_online[MIAMI_MAX_CPUS];
+
+/* Run by user space (BPF_PROG_TEST_RUN) at each agent round; no argument. */
+SEC("syscall")
+int miami_cpu_times(void *ctx)
+{
+	u32 cpu;
+
+	snap_cpu_ns = bpf_ktime_get_ns();
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		struct kernel_cpustat *kcs = bpf_per_cpu_ptr(&kernel_cpustat, cpu);
+		struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+		u64 *t;
+
+		if (!kcs || !rq || cpu >= MIAMI_MAX_CPUS)
+			break;
+		t = kcs->cpustat;
+		snap_cpu_busy_ns[cpu] = t[CPUTIME_USER] + t[CPUTIME_NICE] + t[CPUTIME_SYSTEM] +
+					t[CPUTIME_IRQ] + t[CPUTIME_SOFTIRQ] + t[CPUTIME_STEAL];
+		snap_cpu_online[cpu] = !!rq->online;
+	}
+	return 0;
 }
 
 /* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */

@@ -24,7 +24,7 @@ use crate::bpf_intf::policy_move;
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
-use crate::load::LoadReader;
+use crate::load::{kallsyms_has, LoadReader, CPU_TIME_SYMS};
 use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
@@ -169,6 +169,9 @@ pub struct Scheduler<'a> {
     known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
+    /// The agent's loads come from miami_cpu_times() (the kernel's counters read in BPF), not
+    /// /proc/stat: the kernel's kallsyms lists the per-CPU variables it reads (load.rs).
+    kernel_times: bool,
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
     move_seq: u32,
@@ -244,6 +247,10 @@ impl<'a> Scheduler<'a> {
         };
 
         let irq_probes = probes.select(&mut skel);
+        let kernel_times = std::fs::File::open("/proc/kallsyms")
+            .map(|f| kallsyms_has(std::io::BufReader::new(f), &CPU_TIME_SYMS))
+            .unwrap_or(false);
+        skel.progs.miami_cpu_times.set_autoload(kernel_times);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -303,6 +310,15 @@ impl<'a> Scheduler<'a> {
             }
         );
 
+        info!(
+            "CPU loads for the agent from {}",
+            if kernel_times {
+                "the kernel's counters, read in BPF"
+            } else {
+                "/proc/stat (this kernel's kallsyms lists no per-CPU variables for BPF: \
+                 CONFIG_KALLSYMS_ALL is off)"
+            }
+        );
         let roots = Roots::default();
         let own_ns = roots.proc.join("self/ns/net");
         let own_netns = std::fs::metadata(&own_ns)
@@ -333,6 +349,7 @@ impl<'a> Scheduler<'a> {
             known_cpus: topology::online_cpus(&topo).collect(),
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
+            kernel_times,
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
                 ..Default::default()
@@ -427,7 +444,13 @@ impl<'a> Scheduler<'a> {
         self.agent_rounds += 1;
         let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
         let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
-        let loads = self.load.read()?;
+        let loads = if self.kernel_times {
+            run_syscall_prog(&self.skel.progs.miami_cpu_times, 0u64)
+                .context("reading the CPU times")?;
+            self.load.advance(self.snap_cpu_times())
+        } else {
+            self.load.read()?
+        };
         self.bpf_snapshot().context("taking the agent's snapshot")?;
         let tasks = self.agent_tasks();
 

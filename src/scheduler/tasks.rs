@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The network-task table as the agent and the stats read it: miami_snapshot() (bpf/agent.bpf.c)
-//! copies its live entries into .bss in one system call, and they are read from memory.
+//! The network-task table and the CPUs' busy times as the agent and the stats read them:
+//! miami_snapshot() and miami_cpu_times() (bpf/agent.bpf.c) copy them into .bss, one system call
+//! each, and they are read from memory.
 
 use anyhow::{bail, Result};
 use libbpf_rs::ProgramInput;
@@ -8,6 +9,7 @@ use log::warn;
 
 use super::{task_max_age_ms, Scheduler};
 use crate::bpf_intf::{net_task, snapshot_arg};
+use crate::load::{cpu_times, CpuTimes};
 
 /// Run syscall program @prog (BPF_PROG_TEST_RUN) on argument @arg; an error unless it returns 0.
 /// Public for tests/snapshot.rs, which runs miami_snapshot() the way the scheduler does.
@@ -49,6 +51,18 @@ impl Scheduler<'_> {
             return Vec::new();
         }
         self.snap_tasks()
+    }
+
+    /// The CPUs' busy times miami_cpu_times() last copied from the kernel's counters, for the
+    /// agent's loads.
+    pub(super) fn snap_cpu_times(&self) -> Vec<CpuTimes> {
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let nr = self.nr_cpus.min(bss.snap_cpu_busy_ns.len());
+        cpu_times(
+            &bss.snap_cpu_busy_ns[..nr],
+            &bss.snap_cpu_online[..nr],
+            bss.snap_cpu_ns,
+        )
     }
 
     /// The `net_tasks` entries of the last snapshot.
