@@ -265,7 +265,7 @@ static void snap_lookup_known(struct snap_walk *w)
  * (docs/results/loader-cost.md). A program of its own, not a part of miami_snapshot(): the
  * verifier finds per-CPU variables through kallsyms, which lists them only with
  * CONFIG_KALLSYMS_ALL, so on a kernel without it this program does not load and the loader
- * leaves it out (src/load.rs kallsyms_has()) and reads /proc/stat.
+ * leaves it out (src/load.rs kernel_cpu_times_ok()) and reads /proc/stat.
  */
 extern struct kernel_cpustat kernel_cpustat __ksym;
 extern struct rq runqueues __ksym;

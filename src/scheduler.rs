@@ -24,7 +24,7 @@ use crate::bpf_intf::policy_move;
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
-use crate::load::{kallsyms_has, LoadReader, CPU_TIME_SYMS};
+use crate::load::{kernel_cpu_times_ok, LoadReader};
 use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
@@ -247,9 +247,7 @@ impl<'a> Scheduler<'a> {
         };
 
         let irq_probes = probes.select(&mut skel);
-        let kernel_times = std::fs::File::open("/proc/kallsyms")
-            .map(|f| kallsyms_has(std::io::BufReader::new(f), &CPU_TIME_SYMS))
-            .unwrap_or(false);
+        let kernel_times = kernel_cpu_times_ok();
         skel.progs.miami_cpu_times.set_autoload(kernel_times);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
