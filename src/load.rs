@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Per-CPU load: the busy share of each CPU between two readings of its busy time. The agent's
-//! readings come from BPF where the kernel allows it (miami_cpu_times() copies the kernel's
+//! readings come from BPF where the kernel allows it (miami_snapshot_cpus() copies the kernel's
 //! counters, the ones /proc/stat prints, without printing them; `kallsyms_has`), else from
 //! /proc/stat; the TUI, a client without BPF, reads /proc/stat.
 //!
@@ -169,13 +169,13 @@ pub fn cpu_times(busy_ns: &[u64], online: &[u8], now_ns: u64) -> Vec<CpuTimes> {
         .collect()
 }
 
-/// The per-CPU variables miami_cpu_times() (bpf/agent.bpf.c) reads.
+/// The per-CPU variables miami_snapshot_cpus() (bpf/agent.bpf.c) reads.
 pub const CPU_TIME_SYMS: [&str; 2] = ["kernel_cpustat", "runqueues"];
 
 /// Does kallsyms text @r (/proc/kallsyms) list every symbol in @names? The verifier finds a BPF
 /// program's per-CPU variables there, and kallsyms lists data symbols only with
 /// CONFIG_KALLSYMS_ALL: Debian's kernels have it, some cloud kernels do not, and there
-/// miami_cpu_times() does not load. The scan stops at the last one found.
+/// miami_snapshot_cpus() does not load. The scan stops at the last one found.
 pub fn kallsyms_has(r: impl BufRead, names: &[&str]) -> bool {
     let mut left = names.to_vec();
     for line in r.lines() {
@@ -192,7 +192,7 @@ pub fn kallsyms_has(r: impl BufRead, names: &[&str]) -> bool {
     false
 }
 
-/// May miami_cpu_times() load on this kernel (`kallsyms_has` on /proc/kallsyms)? Read once per
+/// May miami_snapshot_cpus() load on this kernel (`kallsyms_has` on /proc/kallsyms)? Read once per
 /// process, not at every restart after a CPU hotplug: the kernel prints the whole file, and on
 /// Debian's 7.3 (x86-64 per-CPU symbols sit at their real addresses, after the text) the two
 /// symbols are at lines 202,498 and 202,765 of 230,514, which took 0.5 s of CPU under TCG.

@@ -169,8 +169,9 @@ pub struct Scheduler<'a> {
     known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
-    /// The agent's loads come from miami_cpu_times() (the kernel's counters read in BPF), not
-    /// /proc/stat: the kernel's kallsyms lists the per-CPU variables it reads (load.rs).
+    /// The agent's loads come with the task table from miami_snapshot_cpus() (the kernel's
+    /// counters read in BPF), not /proc/stat: the kernel's kallsyms lists the per-CPU variables
+    /// it reads (load.rs). Only one of miami_snapshot() and miami_snapshot_cpus() loads.
     kernel_times: bool,
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
@@ -248,7 +249,8 @@ impl<'a> Scheduler<'a> {
 
         let irq_probes = probes.select(&mut skel);
         let kernel_times = kernel_cpu_times_ok();
-        skel.progs.miami_cpu_times.set_autoload(kernel_times);
+        skel.progs.miami_snapshot_cpus.set_autoload(kernel_times);
+        skel.progs.miami_snapshot.set_autoload(!kernel_times);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -442,14 +444,12 @@ impl<'a> Scheduler<'a> {
         self.agent_rounds += 1;
         let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
         let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
+        self.bpf_snapshot().context("taking the agent's snapshot")?;
         let loads = if self.kernel_times {
-            run_syscall_prog(&self.skel.progs.miami_cpu_times, 0u64)
-                .context("reading the CPU times")?;
             self.load.advance(self.snap_cpu_times())
         } else {
             self.load.read()?
         };
-        self.bpf_snapshot().context("taking the agent's snapshot")?;
         let tasks = self.agent_tasks();
 
         // Moves BPF applied since the previous round; the swap also refills the budget.

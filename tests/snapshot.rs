@@ -7,7 +7,7 @@
 //!     walk that leaves some makes the next call walk again);
 //!   - with no entry added since, a call looks the copied tids up again and finds the same.
 //!
-//! And miami_cpu_times(), the agent's CPU loads: on a kernel whose kallsyms lists its per-CPU
+//! And miami_snapshot_cpus(), the agent's CPU loads: on a kernel whose kallsyms lists its per-CPU
 //! variables (CONFIG_KALLSYMS_ALL, as Debian's), each CPU's busy share from the kernel's
 //! counters agrees with /proc/stat's over the same window and a CPU kept busy by a spinning
 //! thread reads busy; on one without (this project's build machines), the program does not load,
@@ -148,9 +148,13 @@ fn snapshot_copies_live_tasks_and_deletes_stale_ones() {
     );
 }
 
-/// Busy percent per CPU from miami_cpu_times()' copy, since @reader's previous reading.
+/// Busy percent per CPU from miami_snapshot_cpus()' copy, since @reader's previous reading.
 fn kernel_busy(skel: &BpfSkel, reader: &mut LoadReader, nr: usize) -> Vec<f64> {
-    run_syscall_prog(&skel.progs.miami_cpu_times, 0u64).expect("running miami_cpu_times");
+    run_syscall_prog(
+        &skel.progs.miami_snapshot_cpus,
+        snapshot_arg { stale_ns: STALE_NS },
+    )
+    .expect("running miami_snapshot_cpus");
     let bss = skel.maps.bss_data.as_ref().unwrap();
     reader.advance(cpu_times(
         &bss.snap_cpu_busy_ns[..nr],
@@ -166,7 +170,7 @@ fn cpu_times_are_the_kernels_busy_counters() {
     let mut open = BpfSkelBuilder::default().open(&mut obj).unwrap();
     open.maps.miami_ops.set_autocreate(false).unwrap();
     for mut prog in open.open_object_mut().progs_mut() {
-        let keep = prog.name() == "miami_cpu_times";
+        let keep = prog.name() == "miami_snapshot_cpus";
         prog.set_autoload(keep);
     }
     open.maps.rodata_data.as_deref_mut().unwrap().nr_cpu_ids = nr as u32;
@@ -176,7 +180,7 @@ fn cpu_times_are_the_kernels_busy_counters() {
         let e = open.load().err().map(|e| e.to_string());
         assert!(
             e.is_some(),
-            "miami_cpu_times loaded although kallsyms lacks {CPU_TIME_SYMS:?}"
+            "miami_snapshot_cpus loaded although kallsyms lacks {CPU_TIME_SYMS:?}"
         );
         eprintln!("kallsyms lacks {CPU_TIME_SYMS:?} (no CONFIG_KALLSYMS_ALL): load refused, {e:?}");
         return;

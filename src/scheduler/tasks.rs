@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The network-task table and the CPUs' busy times as the agent and the stats read them:
-//! miami_snapshot() and miami_cpu_times() (bpf/agent.bpf.c) copy them into .bss, one system call
-//! each, and they are read from memory.
+//! miami_snapshot_cpus() (bpf/agent.bpf.c) copies both into .bss in one system call, and they
+//! are read from memory (miami_snapshot(), the table alone, where that one cannot load).
 
 use anyhow::{bail, Result};
 use libbpf_rs::ProgramInput;
@@ -33,7 +33,8 @@ pub fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Re
 }
 
 impl Scheduler<'_> {
-    /// Run miami_snapshot(): the live entries of `net_tasks` into .bss, in one system call
+    /// Run miami_snapshot_cpus() (or miami_snapshot()): the live entries of `net_tasks` (and the
+    /// CPU times) into .bss, in one system call
     /// (agent.bpf.c). It also deletes the entries that went stale.
     pub(super) fn bpf_snapshot(&self) -> Result<()> {
         let max_age_ms = task_max_age_ms(self.cfg.release_ns);
@@ -41,7 +42,12 @@ impl Scheduler<'_> {
         let arg = snapshot_arg {
             stale_ns: (max_age_ms + 1) * 1_000_000,
         };
-        run_syscall_prog(&self.skel.progs.miami_snapshot, arg)
+        let prog = if self.kernel_times {
+            &self.skel.progs.miami_snapshot_cpus
+        } else {
+            &self.skel.progs.miami_snapshot
+        };
+        run_syscall_prog(prog, arg)
     }
 
     /// Every live entry of the `net_tasks` table, from a fresh snapshot.
@@ -53,8 +59,8 @@ impl Scheduler<'_> {
         self.snap_tasks()
     }
 
-    /// The CPUs' busy times miami_cpu_times() last copied from the kernel's counters, for the
-    /// agent's loads.
+    /// The CPUs' busy times miami_snapshot_cpus() last copied from the kernel's counters, for
+    /// the agent's loads.
     pub(super) fn snap_cpu_times(&self) -> Vec<CpuTimes> {
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
         let nr = self.nr_cpus.min(bss.snap_cpu_busy_ns.len());

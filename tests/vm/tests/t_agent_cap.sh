@@ -28,7 +28,7 @@
 # Before this issue, a boundary relaxed only when no CPU at all was above --high-load-pct: the
 # hog held it up for good.
 #
-# The agent's loads (src/load.rs: the kernel's CPU time counters, copied by miami_cpu_times()
+# The agent's loads (src/load.rs: the kernel's CPU time counters, copied by miami_snapshot_cpus()
 # in BPF; Debian's kernels list the per-CPU variables it reads in kallsyms, so the log must
 # say so, not fall back to /proc/stat), which no other test reads back: 2 s into those
 # 6 s an OpenMetrics scrape must show CPU 6, where the hog spins, at 90% or more, and the median
