@@ -54,11 +54,11 @@ fn copied(skel: &BpfSkel) -> Vec<net_task> {
         .collect()
 }
 
-/// The object with only miami_snapshot() to load.
-fn open_snapshot_only(open: &mut OpenBpfSkel) {
+/// The object with only program @name to load.
+fn open_only(open: &mut OpenBpfSkel, name: &str) {
     open.maps.miami_ops.set_autocreate(false).unwrap();
     for mut prog in open.open_object_mut().progs_mut() {
-        let keep = prog.name() == "miami_snapshot";
+        let keep = prog.name() == name;
         prog.set_autoload(keep);
     }
 }
@@ -67,7 +67,7 @@ fn open_snapshot_only(open: &mut OpenBpfSkel) {
 fn snapshot_copies_live_tasks_and_deletes_stale_ones() {
     let mut obj = MaybeUninit::uninit();
     let mut open = BpfSkelBuilder::default().open(&mut obj).unwrap();
-    open_snapshot_only(&mut open);
+    open_only(&mut open, "miami_snapshot");
     let mut skel = open
         .load()
         .expect("loading the BPF object (root, a kernel with BTF)");
@@ -168,11 +168,7 @@ fn cpu_times_are_the_kernels_busy_counters() {
     let nr = LoadReader::default().read().expect("/proc/stat").len();
     let mut obj = MaybeUninit::uninit();
     let mut open = BpfSkelBuilder::default().open(&mut obj).unwrap();
-    open.maps.miami_ops.set_autocreate(false).unwrap();
-    for mut prog in open.open_object_mut().progs_mut() {
-        let keep = prog.name() == "miami_snapshot_cpus";
-        prog.set_autoload(keep);
-    }
+    open_only(&mut open, "miami_snapshot_cpus");
     open.maps.rodata_data.as_deref_mut().unwrap().nr_cpu_ids = nr as u32;
     let kallsyms = std::io::BufReader::new(std::fs::File::open("/proc/kallsyms").unwrap());
     if !kallsyms_has(kallsyms, &CPU_TIME_SYMS) {

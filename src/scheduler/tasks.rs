@@ -34,8 +34,8 @@ pub fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Re
 
 impl Scheduler<'_> {
     /// Run miami_snapshot_cpus() (or miami_snapshot()): the live entries of `net_tasks` (and the
-    /// CPU times) into .bss, in one system call
-    /// (agent.bpf.c). It also deletes the entries that went stale.
+    /// CPU times) into .bss, in one system call (agent.bpf.c). It also deletes the entries that
+    /// went stale.
     pub(super) fn bpf_snapshot(&self) -> Result<()> {
         let max_age_ms = task_max_age_ms(self.cfg.release_ns);
         // TaskRow::from_slot() drops an entry whose age in whole ms exceeds max_age_ms.
