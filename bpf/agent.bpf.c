@@ -30,8 +30,7 @@
  * pairs an old seq with a new CPU or the reverse, which costs one misplaced or one skipped move,
  * still within the budget.
  *
- * The round's task table and CPU loads: miami_snapshot_cpus() below copies them out in one
- * system call (miami_snapshot(), the table alone, where the kernel refuses the CPU times).
+ * The round's task table: miami_snapshot() below copies it out in one system call.
  *
  * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
  * main.bpf.c, with the callers' pointer types, as if they were in the same file.
@@ -255,8 +254,9 @@ static void snap_lookup_known(struct snap_walk *w)
 	w->nr = snap_kept;
 }
 
-/* The task table's part of miami_snapshot() and miami_snapshot_cpus(). */
-static __always_inline void snap_tasks_copy(struct snapshot_arg *arg)
+/* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */
+SEC("syscall")
+int miami_snapshot(struct snapshot_arg *arg)
 {
 	struct snap_walk w = { .stale_ns = arg->stale_ns };
 	u64 added = net_tasks_added;
@@ -270,54 +270,5 @@ static __always_inline void snap_tasks_copy(struct snapshot_arg *arg)
 		snap_lookup_known(&w);
 	}
 	snap_nr_tasks = w.nr;
-}
-
-/* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */
-SEC("syscall")
-int miami_snapshot(struct snapshot_arg *arg)
-{
-	snap_tasks_copy(arg);
-	return 0;
-}
-
-/*
- * The agent round's CPU loads, which miami_snapshot_cpus() below copies with the task table:
- * each CPU's busy time since boot from the kernel's own counters, the ones /proc/stat prints
- * (user, nice, system, irq, softirq, steal; ns, updated at each tick and, with IRQ time
- * accounting, at each IRQ exit), and whether the CPU is online (its runqueue's flag; /proc/stat
- * lists online CPUs only), at snap_cpu_ns. The agent read /proc/stat for them: under TCG that
- * read (the kernel printing every IRQ's count over every CPU) cost 1.6 ms of CPU per round, ten
- * rounds a second (docs/results/loader-cost.md). The verifier finds per-CPU variables through
- * kallsyms, which lists them only with CONFIG_KALLSYMS_ALL, so on a kernel without it
- * miami_snapshot_cpus() does not load: the loader then loads miami_snapshot() instead (one of
- * the two, src/load.rs kernel_cpu_times_ok()) and reads /proc/stat.
- */
-extern struct kernel_cpustat kernel_cpustat __ksym;
-extern struct rq runqueues __ksym;
-
-u64 snap_cpu_ns;
-u64 snap_cpu_busy_ns[MIAMI_MAX_CPUS];
-u8 snap_cpu_online[MIAMI_MAX_CPUS];
-
-/* miami_snapshot() and the CPU times, in one system call. */
-SEC("syscall")
-int miami_snapshot_cpus(struct snapshot_arg *arg)
-{
-	u32 cpu;
-
-	snap_cpu_ns = bpf_ktime_get_ns();
-	bpf_for(cpu, 0, nr_cpu_ids) {
-		struct kernel_cpustat *kcs = bpf_per_cpu_ptr(&kernel_cpustat, cpu);
-		struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
-		u64 *t;
-
-		if (!kcs || !rq || cpu >= MIAMI_MAX_CPUS)
-			break;
-		t = kcs->cpustat;
-		snap_cpu_busy_ns[cpu] = t[CPUTIME_USER] + t[CPUTIME_NICE] + t[CPUTIME_SYSTEM] +
-					t[CPUTIME_IRQ] + t[CPUTIME_SOFTIRQ] + t[CPUTIME_STEAL];
-		snap_cpu_online[cpu] = !!rq->online;
-	}
-	snap_tasks_copy(arg);
 	return 0;
 }
