@@ -278,7 +278,6 @@ irq_cpus_now() {
 pair_of() { echo "${USE[$1 * ${#USE[@]} / $2]}"; }
 # Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
 softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
-# The scheduler process's own CPU time so far, in s.
 # Each thread of processes $2... as "tid run_ns wait_ns" into file $1: schedstat's run time and
 # run-queue wait (time runnable but not running, CONFIG_SCHED_INFO), which every scheduler's
 # tasks have, so the wait compares them where p99 figures exist only for the ping-pongs.
@@ -295,6 +294,7 @@ sched_waits() {
 		done
 	done
 }
+# The scheduler process's own CPU time so far, in s.
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
 
 # Run scenario $1 under scheduler $2; append its JSON object.
