@@ -376,6 +376,22 @@ static bool steal_from(s32 dsq)
 }
 
 /*
+ * A new empty mask into kptr @slot (a global's or a map value's), the old one released.
+ * Inlined: bpf_kptr_xchg() needs the slot's own address, which a call would hide.
+ */
+static __always_inline s32 new_cpumask(struct bpf_cpumask __kptr **slot)
+{
+	struct bpf_cpumask *mask = bpf_cpumask_create();
+
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(slot, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+/*
  * ops.init()'s part: the CPU masks above (each LLC's span, each CPU's scratch mask) and
  * non_irq_cpumask, with every CPU in it until user space marks the IRQ CPUs.
  */
@@ -385,37 +401,23 @@ static s32 init_cpumasks(void)
 	struct llc_ctx *llcc;
 	u32 cpu, key;
 
-	mask = bpf_cpumask_create();
-	if (!mask)
+	if (new_cpumask(&non_irq_cpumask))
 		return -ENOMEM;
-	mask = bpf_kptr_xchg(&non_irq_cpumask, mask);
-	if (mask)
-		bpf_cpumask_release(mask);
 
 	bpf_for(cpu, 0, nr_cpu_ids) {
 		struct scratch_ctx *sc = bpf_map_lookup_elem(&scratch_stor, &cpu);
 
 		if (!sc)
 			return -EINVAL;
-		mask = bpf_cpumask_create();
-		if (!mask)
+		if (new_cpumask(&sc->mask))
 			return -ENOMEM;
-		mask = bpf_kptr_xchg(&sc->mask, mask);
-		if (mask)
-			bpf_cpumask_release(mask);
 
 		key = llc_of(cpu);
 		llcc = bpf_map_lookup_elem(&llc_ctx_stor, &key);
 		if (!llcc)
 			return -EINVAL;
-		if (!llcc->span) {
-			mask = bpf_cpumask_create();
-			if (!mask)
-				return -ENOMEM;
-			mask = bpf_kptr_xchg(&llcc->span, mask);
-			if (mask)
-				bpf_cpumask_release(mask);
-		}
+		if (!llcc->span && new_cpumask(&llcc->span))
+			return -ENOMEM;
 		bpf_rcu_read_lock();
 		mask = llcc->span;
 		if (mask)
