@@ -30,7 +30,8 @@
  * pairs an old seq with a new CPU or the reverse, which costs one misplaced or one skipped move,
  * still within the budget.
  *
- * The round's task table: miami_snapshot() below copies it out in one system call.
+ * The round's task table and CPU loads: miami_snapshot_cpus() below copies them out in one
+ * system call (miami_snapshot(), the table alone, where the kernel refuses the CPU times).
  *
  * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
  * main.bpf.c, with the callers' pointer types, as if they were in the same file.
@@ -254,9 +255,8 @@ static void snap_lookup_known(struct snap_walk *w)
 	w->nr = snap_kept;
 }
 
-/* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */
-SEC("syscall")
-int miami_snapshot(struct snapshot_arg *arg)
+/* The task table's part of miami_snapshot() and miami_snapshot_cpus(). */
+static __always_inline void snap_tasks_copy(struct snapshot_arg *arg)
 {
 	struct snap_walk w = { .stale_ns = arg->stale_ns };
 	u64 added = net_tasks_added;
@@ -270,5 +270,128 @@ int miami_snapshot(struct snapshot_arg *arg)
 		snap_lookup_known(&w);
 	}
 	snap_nr_tasks = w.nr;
+}
+
+/* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */
+SEC("syscall")
+int miami_snapshot(struct snapshot_arg *arg)
+{
+	snap_tasks_copy(arg);
+	return 0;
+}
+
+/*
+ * The agent round's CPU loads, which miami_snapshot_cpus() below copies with the task table:
+ * each CPU's busy and idle time since boot, as /proc/stat computes them, and whether the CPU
+ * is online (its runqueue's flag; /proc/stat lists online CPUs only). The agent read
+ * /proc/stat for them: under TCG that read (the kernel printing every IRQ's count over every
+ * CPU) cost 1.6 ms of CPU per round, ten rounds a second (docs/results/loader-cost.md).
+ *
+ * Busy is the tick-sampled user, nice, system, irq, softirq and steal of kernel_cpustat. Idle
+ * (with iowait) must be the nohz idle time, as fs/proc/stat.c's get_idle_time() takes it, not
+ * wall time less busy: a vCPU that misses ticks under TCG has busy time that falls behind the
+ * wall clock (a busy CPU read 37% against /proc/stat's 100% that way), while its idle time is
+ * measured at idle entry and exit. Where it is kept changed: 6.12 keeps it in tick_sched
+ * (idle_sleeptime, iowait_sleeptime, plus the idle period in progress while
+ * TS_FLAG_IDLE_ACTIVE), 7.x in kernel_cpustat itself (cpustat[CPUTIME_IDLE] and [IOWAIT], plus
+ * the period in progress while idle_elapse). CO-RE picks the layout; a seqcount guards each.
+ * Without nohz (6.12: TS_FLAG_NOHZ clear) the idle ticks in cpustat[] are the idle time.
+ *
+ * The verifier finds per-CPU variables through kallsyms, which lists them only with
+ * CONFIG_KALLSYMS_ALL, so on a kernel without it miami_snapshot_cpus() does not load: the
+ * loader then loads miami_snapshot() instead (one of the two, src/load.rs kernel_cpu_times_ok())
+ * and reads /proc/stat.
+ */
+extern struct kernel_cpustat kernel_cpustat __ksym;
+extern struct rq runqueues __ksym;
+extern struct tick_sched tick_cpu_sched __ksym;
+
+/* 6.12's struct tick_sched, the fields 7.x moved out (kernel/time/tick-sched.h). */
+struct tick_sched___v612 {
+	unsigned long flags;
+	seqcount_t idle_sleeptime_seq;
+	ktime_t idle_entrytime;
+	ktime_t idle_sleeptime;
+	ktime_t iowait_sleeptime;
+} __attribute__((preserve_access_index));
+
+#define MIAMI_TS_FLAG_IDLE_ACTIVE (1UL << 2)
+#define MIAMI_TS_FLAG_NOHZ (1UL << 4)
+/* Reads of a seqcount-guarded idle time before giving up on a consistent one (a writer holds
+ * it for a few instructions at idle entry and exit). */
+#define MIAMI_SEQ_TRIES 4
+
+u64 snap_cpu_busy_ns[MIAMI_MAX_CPUS];
+u64 snap_cpu_idle_ns[MIAMI_MAX_CPUS];
+u8 snap_cpu_online[MIAMI_MAX_CPUS];
+
+/* The idle period in progress since @entry, at @now; 0 if the clocks disagree. */
+static __always_inline u64 idle_since(u64 entry, u64 now)
+{
+	return (s64)(now - entry) > 0 ? now - entry : 0;
+}
+
+/* @cpu's idle and iowait time since boot as /proc/stat takes it, at @now (ktime ns). */
+static __always_inline u64 cpu_idle_ns(s32 cpu, struct kernel_cpustat *kcs, u64 now)
+{
+	u64 idle = kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
+	u32 seq, i;
+
+	if (bpf_core_field_exists(kcs->idle_elapse)) {
+		/* 7.x: the time of idle periods that ended is in cpustat[] already. */
+		bpf_for(i, 0, MIAMI_SEQ_TRIES) {
+			u64 t;
+
+			seq = BPF_CORE_READ(kcs, idle_sleeptime_seq.sequence);
+			t = kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
+			if (BPF_CORE_READ(kcs, idle_elapse))
+				t += idle_since(BPF_CORE_READ(kcs, idle_entrytime), now);
+			if (!(seq & 1) && seq == BPF_CORE_READ(kcs, idle_sleeptime_seq.sequence))
+				return t;
+			idle = t;
+		}
+		return idle;
+	}
+	if (bpf_core_field_exists(struct tick_sched___v612, idle_sleeptime)) {
+		struct tick_sched___v612 *ts = (void *)bpf_per_cpu_ptr(&tick_cpu_sched, cpu);
+
+		if (!ts || !(BPF_CORE_READ(ts, flags) & MIAMI_TS_FLAG_NOHZ))
+			return idle;
+		bpf_for(i, 0, MIAMI_SEQ_TRIES) {
+			u64 t;
+
+			seq = BPF_CORE_READ(ts, idle_sleeptime_seq.sequence);
+			t = BPF_CORE_READ(ts, idle_sleeptime) + BPF_CORE_READ(ts, iowait_sleeptime);
+			if (BPF_CORE_READ(ts, flags) & MIAMI_TS_FLAG_IDLE_ACTIVE)
+				t += idle_since(BPF_CORE_READ(ts, idle_entrytime), now);
+			if (!(seq & 1) && seq == BPF_CORE_READ(ts, idle_sleeptime_seq.sequence))
+				return t;
+			idle = t;
+		}
+	}
+	return idle;
+}
+
+/* miami_snapshot() and the CPU times, in one system call. */
+SEC("syscall")
+int miami_snapshot_cpus(struct snapshot_arg *arg)
+{
+	u64 now = bpf_ktime_get_ns();
+	u32 cpu;
+
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		struct kernel_cpustat *kcs = bpf_per_cpu_ptr(&kernel_cpustat, cpu);
+		struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+		u64 *t;
+
+		if (!kcs || !rq || cpu >= MIAMI_MAX_CPUS)
+			break;
+		t = kcs->cpustat;
+		snap_cpu_busy_ns[cpu] = t[CPUTIME_USER] + t[CPUTIME_NICE] + t[CPUTIME_SYSTEM] +
+					t[CPUTIME_IRQ] + t[CPUTIME_SOFTIRQ] + t[CPUTIME_STEAL];
+		snap_cpu_idle_ns[cpu] = cpu_idle_ns(cpu, kcs, now);
+		snap_cpu_online[cpu] = !!rq->online;
+	}
+	snap_tasks_copy(arg);
 	return 0;
 }

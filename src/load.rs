@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Per-CPU load for the agent: the busy share of each CPU over the last agent period, from
-//! /proc/stat.
+//! Per-CPU load: the busy share of each CPU between two readings of its busy time. The agent's
+//! readings come from BPF where the kernel allows it (miami_snapshot_cpus() copies the kernel's
+//! counters, the ones /proc/stat prints, without printing them; `kallsyms_has`), else from
+//! /proc/stat; the TUI, a client without BPF, reads /proc/stat.
 //!
-//! Why /proc/stat and not the BPF running-time averages (cpu_ctx.load): the work MiAMI moves
+//! Why these counters and not the BPF running-time averages (cpu_ctx.load): the work MiAMI moves
 //! tasks away from is largely protocol processing, which runs in hard and soft IRQ context on the
-//! IRQ CPU and never shows up as a sched_ext task's running time. /proc/stat counts it (irq and
-//! softirq columns), along with the time of tasks in other sched classes. The BPF averages stay
-//! what placement uses per wakeup ("room" for one more network task); the agent's load
-//! thresholds (--low-load-pct, --high-load-pct) are against /proc/stat.
+//! IRQ CPU and never shows up as a sched_ext task's running time. The kernel's CPU time counters
+//! count it (irq and softirq), along with the time of tasks in other sched classes. The BPF
+//! averages stay what placement uses per wakeup ("room" for one more network task); the agent's
+//! load thresholds (--low-load-pct, --high-load-pct) are against these counters.
+
+use std::io::BufRead;
 
 use anyhow::{bail, Context, Result};
 
-/// Busy and total jiffies of one CPU since boot.
+/// Busy and total time of one CPU since boot, in any one unit (jiffies from /proc/stat, ns from
+/// BPF); total zero for an offline CPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTimes {
     pub busy: u64,
@@ -61,7 +66,7 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<CpuTimes>> {
 }
 
 /// Busy percent of each CPU between two readings; 0 where no time passed; NaN for a CPU the
-/// current reading lacks (offline: /proc/stat omits it), so that no comparison with a load
+/// current reading lacks or has offline (total 0), so that no comparison with a load
 /// threshold holds for it: it is neither a CPU with room for a move nor an overloaded one.
 pub fn busy_pct(prev: &[CpuTimes], cur: &[CpuTimes]) -> Vec<f64> {
     cur.iter()
@@ -80,13 +85,14 @@ pub fn busy_pct(prev: &[CpuTimes], cur: &[CpuTimes]) -> Vec<f64> {
         .collect()
 }
 
-/// Reads /proc/stat each period and keeps the previous reading for the deltas.
+/// Reads /proc/stat each period (or takes times from BPF, `advance`) and keeps the previous
+/// reading for the deltas.
 #[derive(Debug, Default)]
 pub struct LoadReader {
     prev: Vec<CpuTimes>,
-    /// /proc/stat, opened once: the agent reads it ten times a second, and a read from offset
-    /// 0 makes the kernel generate it afresh, so open and close would be two system calls
-    /// per round for nothing.
+    /// /proc/stat, opened once: the TUI reads it at every refresh, and a read from offset 0
+    /// makes the kernel generate it afresh, so open and close would be two system calls per
+    /// refresh for nothing.
     file: Option<std::fs::File>,
     buf: Vec<u8>,
 }
@@ -137,9 +143,68 @@ impl LoadReader {
         Ok(self.advance(parse_proc_stat(text)?))
     }
 
-    fn advance(&mut self, cur: Vec<CpuTimes>) -> Vec<f64> {
+    /// Busy percent per CPU since the previous reading, from times read elsewhere (the agent's:
+    /// `cpu_times()` of BPF's snapshot).
+    pub fn advance(&mut self, cur: Vec<CpuTimes>) -> Vec<f64> {
         let pct = busy_pct(&self.prev, &cur);
         self.prev = cur;
         pct
     }
+}
+
+/// The busy and total times of CPUs 0..@busy_ns.len() as BPF's snapshot gives them: busy and
+/// idle (iowait included) ns since boot, online or not. The total is their sum, as /proc/stat's
+/// is: not the wall clock, which a CPU's tick-sampled busy time falls behind when its ticks are
+/// late (a vCPU under TCG). An offline CPU has total 0, so that `busy_pct` gives it NaN.
+pub fn cpu_times(busy_ns: &[u64], idle_ns: &[u64], online: &[u8]) -> Vec<CpuTimes> {
+    busy_ns
+        .iter()
+        .zip(idle_ns)
+        .zip(online)
+        .map(|((&busy, &idle), &on)| match on {
+            0 => CpuTimes::default(),
+            _ => CpuTimes {
+                busy,
+                total: busy + idle,
+            },
+        })
+        .collect()
+}
+
+/// The per-CPU variables miami_snapshot_cpus() (bpf/agent.bpf.c) reads: busy and idle times,
+/// the online flag, and 6.12's nohz idle time (every kernel has the last; the program refers to
+/// it on all of them).
+pub const CPU_TIME_SYMS: [&str; 3] = ["kernel_cpustat", "runqueues", "tick_cpu_sched"];
+
+/// Does kallsyms text @r (/proc/kallsyms) list every symbol in @names? The verifier finds a BPF
+/// program's per-CPU variables there, and kallsyms lists data symbols only with
+/// CONFIG_KALLSYMS_ALL: Debian's kernels have it, some cloud kernels do not, and there
+/// miami_snapshot_cpus() does not load. The scan stops at the last one found.
+pub fn kallsyms_has(r: impl BufRead, names: &[&str]) -> bool {
+    let mut left = names.to_vec();
+    for line in r.lines() {
+        let Ok(line) = line else {
+            return false;
+        };
+        if let Some(name) = line.split_whitespace().nth(2) {
+            left.retain(|n| *n != name);
+            if left.is_empty() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// May miami_snapshot_cpus() load on this kernel (`kallsyms_has` on /proc/kallsyms)? Read once per
+/// process, not at every restart after a CPU hotplug: the kernel prints the whole file, and on
+/// Debian's 7.3 (x86-64 per-CPU symbols sit at their real addresses, after the text) the three
+/// symbols are at lines 202,498 to 202,765 of 230,514, which took 0.5 s of CPU under TCG.
+pub fn kernel_cpu_times_ok() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        std::fs::File::open("/proc/kallsyms")
+            .map(|f| kallsyms_has(std::io::BufReader::new(f), &CPU_TIME_SYMS))
+            .unwrap_or(false)
+    })
 }

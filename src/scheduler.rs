@@ -24,7 +24,7 @@ use crate::bpf_intf::policy_move;
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
-use crate::load::LoadReader;
+use crate::load::{kernel_cpu_times_ok, LoadReader};
 use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
@@ -169,6 +169,10 @@ pub struct Scheduler<'a> {
     known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
+    /// The agent's loads come with the task table from miami_snapshot_cpus() (the kernel's
+    /// counters read in BPF), not /proc/stat: the kernel's kallsyms lists the per-CPU variables
+    /// it reads (load.rs). Only one of miami_snapshot() and miami_snapshot_cpus() loads.
+    kernel_times: bool,
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
     move_seq: u32,
@@ -244,6 +248,9 @@ impl<'a> Scheduler<'a> {
         };
 
         let irq_probes = probes.select(&mut skel);
+        let kernel_times = kernel_cpu_times_ok();
+        skel.progs.miami_snapshot_cpus.set_autoload(kernel_times);
+        skel.progs.miami_snapshot.set_autoload(!kernel_times);
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -303,6 +310,15 @@ impl<'a> Scheduler<'a> {
             }
         );
 
+        info!(
+            "CPU loads for the agent from {}",
+            if kernel_times {
+                "the kernel's counters, read in BPF"
+            } else {
+                "/proc/stat (this kernel's kallsyms lists no per-CPU variables for BPF: \
+                 CONFIG_KALLSYMS_ALL is off)"
+            }
+        );
         let roots = Roots::default();
         let own_ns = roots.proc.join("self/ns/net");
         let own_netns = std::fs::metadata(&own_ns)
@@ -333,6 +349,7 @@ impl<'a> Scheduler<'a> {
             known_cpus: topology::online_cpus(&topo).collect(),
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
+            kernel_times,
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
                 ..Default::default()
@@ -427,8 +444,12 @@ impl<'a> Scheduler<'a> {
         self.agent_rounds += 1;
         let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
         let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
-        let loads = self.load.read()?;
         self.bpf_snapshot().context("taking the agent's snapshot")?;
+        let loads = if self.kernel_times {
+            self.load.advance(self.snap_cpu_times())
+        } else {
+            self.load.read()?
+        };
         let tasks = self.agent_tasks();
 
         // Moves BPF applied since the previous round; the swap also refills the budget.

@@ -609,7 +609,7 @@ pub static CPU_FIELDS: &[FieldDesc] = &[
         U64,
         "percent",
         Gauge,
-        "busy share over the last agent round, hard and soft IRQ time included (/proc/stat)"
+        "busy share over the last agent round, hard and soft IRQ time included (the kernel's CPU time counters, as /proc/stat)"
     ),
 ];
 

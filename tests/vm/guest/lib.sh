@@ -530,6 +530,15 @@ bpf_cost() {
 stats_total() {
 	awk -v n="$1" '/totals since start/ { t = 1 } t && $1 == n { v = $2 } END { print v + 0 }' "$SCHED_LOG"
 }
+# The running scheduler's agent loads, one OpenMetrics scrape (--monitor): "CPU PERCENT" lines,
+# by CPU, into file $1.
+agent_loads() {
+	timeout -s INT 2 "${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}" --monitor 1 \
+		--format openmetrics >"$1.om" 2>&1 || true
+	awk -F'[{}" ]+' '/^miami_cpu_load\{/ { load[$3] = $NF } END { for (c in load) print c, load[c] }' \
+		"$1.om" | sort -n >"$1"
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # Acknowledged bytes per process on port 7001 so far: "PID BYTES" lines (table3_run).
 acked_by_pid() {
 	ss -tinpH 'dport = :7001' | awk '/users:/ { match($0, /pid=[0-9]+/); pid = substr($0, RSTART + 4, RLENGTH - 4) }
