@@ -295,7 +295,8 @@ int miami_snapshot(struct snapshot_arg *arg)
  * (idle_sleeptime, iowait_sleeptime, plus the idle period in progress while
  * TS_FLAG_IDLE_ACTIVE), 7.x in kernel_cpustat itself (cpustat[CPUTIME_IDLE] and [IOWAIT], plus
  * the period in progress while idle_elapse). CO-RE picks the layout; a seqcount guards each.
- * Without nohz (6.12: TS_FLAG_NOHZ clear) the idle ticks in cpustat[] are the idle time.
+ * Without nohz (6.12: TS_FLAG_NOHZ clear) the idle ticks in cpustat[] are the idle time. On a
+ * kernel with neither layout snap_cpu_idle_known stays 0, and the agent reads /proc/stat.
  *
  * The verifier finds per-CPU variables through kallsyms, which lists them only with
  * CONFIG_KALLSYMS_ALL, so on a kernel without it miami_snapshot_cpus() does not load: the
@@ -324,6 +325,8 @@ struct tick_sched___v612 {
 u64 snap_cpu_busy_ns[MIAMI_MAX_CPUS];
 u64 snap_cpu_idle_ns[MIAMI_MAX_CPUS];
 u8 snap_cpu_online[MIAMI_MAX_CPUS];
+/* 1 when snap_cpu_idle_ns[] is the nohz idle time: CO-RE found one of the layouts above. */
+u8 snap_cpu_idle_known;
 
 /* The idle period in progress since @entry, at @now; 0 if the clocks disagree. */
 static __always_inline u64 idle_since(u64 entry, u64 now)
@@ -379,6 +382,8 @@ int miami_snapshot_cpus(struct snapshot_arg *arg)
 	u64 now = bpf_ktime_get_ns();
 	u32 cpu;
 
+	snap_cpu_idle_known = bpf_core_field_exists(struct kernel_cpustat, idle_elapse) ||
+			      bpf_core_field_exists(struct tick_sched___v612, idle_sleeptime);
 	bpf_for(cpu, 0, nr_cpu_ids) {
 		struct kernel_cpustat *kcs = bpf_per_cpu_ptr(&kernel_cpustat, cpu);
 		struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);

@@ -14,6 +14,7 @@
 use std::io::BufRead;
 
 use anyhow::{bail, Context, Result};
+use libbpf_rs::AsRawLibbpf;
 
 /// Busy and total time of one CPU since boot, in any one unit (jiffies from /proc/stat, ns from
 /// BPF); total zero for an offline CPU.
@@ -196,15 +197,44 @@ pub fn kallsyms_has(r: impl BufRead, names: &[&str]) -> bool {
     false
 }
 
-/// May miami_snapshot_cpus() load on this kernel (`kallsyms_has` on /proc/kallsyms)? Read once per
-/// process, not at every restart after a CPU hotplug: the kernel prints the whole file, and on
-/// Debian's 7.3 (x86-64 per-CPU symbols sit at their real addresses, after the text) the three
-/// symbols are at lines 202,498 to 202,765 of 230,514, which took 0.5 s of CPU under TCG.
-pub fn kernel_cpu_times_ok() -> bool {
-    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OK.get_or_init(|| {
-        std::fs::File::open("/proc/kallsyms")
+/// Does the running kernel's BTF describe every variable in @names? libbpf resolves a BPF
+/// program's kernel variables there, and pahole may leave them out.
+pub fn btf_has_vars(names: &[&str]) -> bool {
+    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else {
+        return false;
+    };
+    names.iter().all(|n| {
+        let name = std::ffi::CString::new(*n).expect("no NUL in a symbol name");
+        // By name and kind: a struct of the same name (kernel_cpustat) comes first by name alone.
+        // SAFETY: a valid btf object for as long as @btf lives, and a NUL-terminated name.
+        unsafe {
+            libbpf_sys::btf__find_by_name_kind(
+                btf.as_libbpf_object().as_ptr(),
+                name.as_ptr(),
+                libbpf_sys::BTF_KIND_VAR,
+            ) >= 0
+        }
+    })
+}
+
+/// Why miami_snapshot_cpus() cannot load on this kernel, None where it can. The verifier finds
+/// its per-CPU variables through kallsyms (`kallsyms_has` on /proc/kallsyms) and libbpf through
+/// the kernel's BTF, where pahole may leave variables out. Read once per process, not at every
+/// restart after a CPU hotplug: the kernel prints the whole of kallsyms, and on Debian's 7.3
+/// (x86-64 per-CPU symbols sit at their real addresses, after the text) the three symbols are at
+/// lines 202,498 to 202,765 of 230,514, which took 0.5 s of CPU under TCG.
+pub fn kernel_cpu_times_refused() -> Option<&'static str> {
+    static WHY: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *WHY.get_or_init(|| {
+        let listed = std::fs::File::open("/proc/kallsyms")
             .map(|f| kallsyms_has(std::io::BufReader::new(f), &CPU_TIME_SYMS))
-            .unwrap_or(false)
+            .unwrap_or(false);
+        if !listed {
+            return Some("kallsyms lists no per-CPU variables for BPF: CONFIG_KALLSYMS_ALL is off");
+        }
+        if !btf_has_vars(&CPU_TIME_SYMS) {
+            return Some("the kernel's BTF lacks its per-CPU variables");
+        }
+        None
     })
 }

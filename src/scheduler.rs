@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::bpf_intf::policy_move;
+use crate::bpf_intf::{policy_move, snapshot_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
-use crate::load::{kernel_cpu_times_ok, LoadReader};
+use crate::load::{kernel_cpu_times_refused, LoadReader};
 use crate::maps::lookup_percpu_array;
 use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
 use crate::stats::{
@@ -169,10 +169,12 @@ pub struct Scheduler<'a> {
     known_cpus: BTreeSet<usize>,
     policy: Policy,
     load: LoadReader,
-    /// The agent's loads come with the task table from miami_snapshot_cpus() (the kernel's
-    /// counters read in BPF), not /proc/stat: the kernel's kallsyms lists the per-CPU variables
-    /// it reads (load.rs). Only one of miami_snapshot() and miami_snapshot_cpus() loads.
+    /// miami_snapshot_cpus() loaded, not miami_snapshot(): the kernel lists the per-CPU
+    /// variables it reads (load.rs). Only one of the two loads.
     kernel_times: bool,
+    /// The agent's loads come with the task table from miami_snapshot_cpus() (the kernel's
+    /// counters read in BPF), not /proc/stat: it loaded and found the idle time.
+    loads_in_bpf: bool,
     agent: AgentState,
     /// Sequence number of the last move written to policy_moves.
     move_seq: u32,
@@ -248,7 +250,8 @@ impl<'a> Scheduler<'a> {
         };
 
         let irq_probes = probes.select(&mut skel);
-        let kernel_times = kernel_cpu_times_ok();
+        let refused = kernel_cpu_times_refused();
+        let kernel_times = refused.is_none();
         skel.progs.miami_snapshot_cpus.set_autoload(kernel_times);
         skel.progs.miami_snapshot.set_autoload(!kernel_times);
 
@@ -310,15 +313,23 @@ impl<'a> Scheduler<'a> {
             }
         );
 
-        info!(
-            "CPU loads for the agent from {}",
-            if kernel_times {
-                "the kernel's counters, read in BPF"
-            } else {
-                "/proc/stat (this kernel's kallsyms lists no per-CPU variables for BPF: \
-                 CONFIG_KALLSYMS_ALL is off)"
-            }
-        );
+        // The idle time's layout is known once the program ran (CO-RE decides at load).
+        let loads_in_bpf = kernel_times && {
+            run_syscall_prog(
+                &skel.progs.miami_snapshot_cpus,
+                snapshot_arg { stale_ns: u64::MAX },
+            )
+            .context("running miami_snapshot_cpus")?;
+            skel.maps.bss_data.as_ref().unwrap().snap_cpu_idle_known != 0
+        };
+        match (loads_in_bpf, refused) {
+            (true, _) => info!("CPU loads for the agent from the kernel's counters, read in BPF"),
+            (false, Some(why)) => info!("CPU loads for the agent from /proc/stat ({why})"),
+            (false, None) => info!(
+                "CPU loads for the agent from /proc/stat (this kernel keeps the nohz idle time \
+                 where BPF does not look: neither in kernel_cpustat nor in 6.12's tick_sched)"
+            ),
+        }
         let roots = Roots::default();
         let own_ns = roots.proc.join("self/ns/net");
         let own_netns = std::fs::metadata(&own_ns)
@@ -350,6 +361,7 @@ impl<'a> Scheduler<'a> {
             policy: Policy::new(policy_config(cfg)),
             load: LoadReader::default(),
             kernel_times,
+            loads_in_bpf,
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
                 ..Default::default()
@@ -445,7 +457,7 @@ impl<'a> Scheduler<'a> {
         let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
         let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
         self.bpf_snapshot().context("taking the agent's snapshot")?;
-        let loads = if self.kernel_times {
+        let loads = if self.loads_in_bpf {
             self.load.advance(self.snap_cpu_times())
         } else {
             self.load.read()?

@@ -22,7 +22,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 use miami::bpf_intf::{net_task, snapshot_arg};
 use miami::bpf_skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
-use miami::load::{cpu_times, kallsyms_has, LoadReader, CPU_TIME_SYMS};
+use miami::load::{btf_has_vars, cpu_times, kallsyms_has, LoadReader, CPU_TIME_SYMS};
 use miami::scheduler::run_syscall_prog;
 
 const LIVE: i32 = 9000;
@@ -273,4 +273,19 @@ fn kallsyms_scan() {
         !kallsyms_has(two.as_bytes(), &CPU_TIME_SYMS),
         "two of three are not enough"
     );
+}
+
+/// Every kernel this project runs on (the build machines' too) describes the three variables in
+/// its BTF; a name that is a struct but no variable, or no type at all, is not one.
+#[test]
+fn btf_lists_the_per_cpu_variables() {
+    assert!(
+        btf_has_vars(&CPU_TIME_SYMS),
+        "{CPU_TIME_SYMS:?} in the kernel's BTF"
+    );
+    assert!(
+        !btf_has_vars(&["task_struct"]),
+        "a struct is not a variable"
+    );
+    assert!(!btf_has_vars(&["kernel_cpustat", "no_such_variable_xyz"]));
 }
