@@ -300,8 +300,8 @@ int miami_snapshot(struct snapshot_arg *arg)
  *
  * The verifier finds per-CPU variables through kallsyms, which lists them only with
  * CONFIG_KALLSYMS_ALL, so on a kernel without it miami_snapshot_cpus() does not load: the
- * loader then loads miami_snapshot() instead (one of the two, src/load.rs kernel_cpu_times_ok())
- * and reads /proc/stat.
+ * loader then loads miami_snapshot() instead (one of the two, src/load.rs
+ * kernel_cpu_times_refused(), which also asks the kernel's BTF) and reads /proc/stat.
  */
 extern struct kernel_cpustat kernel_cpustat __ksym;
 extern struct rq runqueues __ksym;
@@ -340,7 +340,7 @@ static __always_inline u64 cpu_idle_ns(s32 cpu, struct kernel_cpustat *kcs, u64 
 	u64 idle = kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
 	u32 seq, i;
 
-	if (bpf_core_field_exists(kcs->idle_elapse)) {
+	if (bpf_core_field_exists(struct kernel_cpustat, idle_elapse)) {
 		/* 7.x: the time of idle periods that ended is in cpustat[] already. */
 		bpf_for(i, 0, MIAMI_SEQ_TRIES) {
 			u64 t;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Per-CPU load: the busy share of each CPU between two readings of its busy time. The agent's
-//! readings come from BPF where the kernel allows it (miami_snapshot_cpus() copies the kernel's
-//! counters, the ones /proc/stat prints, without printing them; `kallsyms_has`), else from
-//! /proc/stat; the TUI, a client without BPF, reads /proc/stat.
+//! Per-CPU load: the busy share of each CPU between two readings of its busy and idle time. The
+//! agent's readings come from BPF where the kernel allows it (miami_snapshot_cpus() copies the
+//! kernel's counters, the ones /proc/stat sums, without printing them;
+//! `kernel_cpu_times_refused`), else from /proc/stat; the TUI, a client without BPF, reads
+//! /proc/stat.
 //!
 //! Why these counters and not the BPF running-time averages (cpu_ctx.load): the work MiAMI moves
 //! tasks away from is largely protocol processing, which runs in hard and soft IRQ context on the
