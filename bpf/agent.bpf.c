@@ -334,45 +334,46 @@ static __always_inline u64 idle_since(u64 entry, u64 now)
 	return (s64)(now - entry) > 0 ? now - entry : 0;
 }
 
-/* @cpu's idle and iowait time since boot as /proc/stat takes it, at @now (ktime ns). */
+/*
+ * @cpu's idle and iowait time since boot as /proc/stat takes it, at @now (ktime ns). A read the
+ * seqcount never confirms gives its last try.
+ */
 static __always_inline u64 cpu_idle_ns(s32 cpu, struct kernel_cpustat *kcs, u64 now)
 {
-	u64 idle = kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
+	u64 t = 0;
 	u32 seq, i;
 
 	if (bpf_core_field_exists(struct kernel_cpustat, idle_elapse)) {
 		/* 7.x: the time of idle periods that ended is in cpustat[] already. */
 		bpf_for(i, 0, MIAMI_SEQ_TRIES) {
-			u64 t;
-
 			seq = BPF_CORE_READ(kcs, idle_sleeptime_seq.sequence);
 			t = kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
 			if (BPF_CORE_READ(kcs, idle_elapse))
 				t += idle_since(BPF_CORE_READ(kcs, idle_entrytime), now);
 			if (!(seq & 1) && seq == BPF_CORE_READ(kcs, idle_sleeptime_seq.sequence))
-				return t;
-			idle = t;
+				break;
 		}
-		return idle;
+		return t;
 	}
 	if (bpf_core_field_exists(struct tick_sched___v612, idle_sleeptime)) {
 		struct tick_sched___v612 *ts = (void *)bpf_per_cpu_ptr(&tick_cpu_sched, cpu);
 
-		if (!ts || !(BPF_CORE_READ(ts, flags) & MIAMI_TS_FLAG_NOHZ))
-			return idle;
-		bpf_for(i, 0, MIAMI_SEQ_TRIES) {
-			u64 t;
-
-			seq = BPF_CORE_READ(ts, idle_sleeptime_seq.sequence);
-			t = BPF_CORE_READ(ts, idle_sleeptime) + BPF_CORE_READ(ts, iowait_sleeptime);
-			if (BPF_CORE_READ(ts, flags) & MIAMI_TS_FLAG_IDLE_ACTIVE)
-				t += idle_since(BPF_CORE_READ(ts, idle_entrytime), now);
-			if (!(seq & 1) && seq == BPF_CORE_READ(ts, idle_sleeptime_seq.sequence))
-				return t;
-			idle = t;
+		if (ts && (BPF_CORE_READ(ts, flags) & MIAMI_TS_FLAG_NOHZ)) {
+			bpf_for(i, 0, MIAMI_SEQ_TRIES) {
+				seq = BPF_CORE_READ(ts, idle_sleeptime_seq.sequence);
+				t = BPF_CORE_READ(ts, idle_sleeptime) +
+				    BPF_CORE_READ(ts, iowait_sleeptime);
+				if (BPF_CORE_READ(ts, flags) & MIAMI_TS_FLAG_IDLE_ACTIVE)
+					t += idle_since(BPF_CORE_READ(ts, idle_entrytime), now);
+				if (!(seq & 1) &&
+				    seq == BPF_CORE_READ(ts, idle_sleeptime_seq.sequence))
+					break;
+			}
+			return t;
 		}
 	}
-	return idle;
+	/* No nohz idle time: the idle ticks are it. */
+	return kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
 }
 
 /* miami_snapshot() and the CPU times, in one system call. */

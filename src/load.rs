@@ -206,7 +206,8 @@ pub fn btf_has_vars(names: &[&str]) -> bool {
     };
     names.iter().all(|n| {
         let name = std::ffi::CString::new(*n).expect("no NUL in a symbol name");
-        // By name and kind: a struct of the same name (kernel_cpustat) comes first by name alone.
+        // By name and kind: a struct of the same name (kernel_cpustat) comes first by name alone,
+        // which is why not scx_utils::compat::ksym_exists().
         // SAFETY: a valid btf object for as long as @btf lives, and a NUL-terminated name.
         unsafe {
             libbpf_sys::btf__find_by_name_kind(
