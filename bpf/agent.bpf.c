@@ -20,7 +20,8 @@
  * (--max-migrations), and user space swaps it to 0 each round. The cap is enforced here, where
  * moves happen, not in user space: a move whose budget is spent stays pending for the next
  * round. main.bpf.c then tries the target first while it is idle or has room, for
- * target_ttl_ns, and drops it earlier when its reason is gone (target_alive()).
+ * target_ttl_ns (shed_ttl_ns for a shed), and drops it earlier when its reason is gone
+ * (target_alive()).
  *
  * The IRQ map: whenever the NIC IRQ affinity changes, user space runs miami_set_irq_cpu() for
  * every CPU whose role changed (cpu_ctx.is_irq, and non_irq_cpumask, where non-network work
@@ -50,6 +51,16 @@ volatile u32 max_moves = 4;
  * REPEAT_ROUNDS x --interval-ms). The agent re-sends a target it still wants after as many
  * rounds, so a target outlives its reason by at most this long. */
 volatile u64 target_ttl_ns = 1000000000;
+/*
+ * How long a task keeps a shed target: default 5 s (user space writes SHED_HOLD_ROUNDS x
+ * --interval-ms). A shed's reason outlives its own effect: the pair it split no longer
+ * overloads their CPU, so the agent never re-sends it, and at target_ttl_ns the task went back
+ * and the agent shed it again a round or two later, once a second for as long as the pair ran.
+ * When the pair ends, step 2 brings a class-high task back at once (an upgrade replaces the
+ * target); a target in another LLC still goes as soon as its LLC is not overloaded
+ * (target_alive()).
+ */
+volatile u64 shed_ttl_ns = 5000000000ULL;
 /* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
 volatile u32 round_moves;
 /* Bumped by user space after it wrote a round's moves into policy_moves. */
@@ -125,7 +136,7 @@ __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u6
 	taskc->move_seq = mv->seq;
 	taskc->target_cpu = mv->cpu;
 	taskc->target_irq = taskc->irq_cpu;
-	taskc->target_until_ns = now + target_ttl_ns;
+	taskc->target_until_ns = now + (mv->kind == MIAMI_MOVE_SHED ? shed_ttl_ns : target_ttl_ns);
 	stat_inc(mv->kind == MIAMI_MOVE_SHED ? MIAMI_STAT_POLICY_SHEDS : MIAMI_STAT_POLICY_UPGRADES);
 }
 
@@ -169,7 +180,7 @@ int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
  * netmon.bpf.c). Otherwise the table holds exactly the tids of the last snapshot, less those
  * deleted here: the LRU evicts only to add. Those are looked up one by one, and a quiet round
  * costs as many lookups as there are network tasks. A walk deletes stale entries after it, up
- * to MIAMI_SNAP_STALE a round. The copy is 16,384 x 56 bytes of .bss (917 KB), the size of the
+ * to MIAMI_SNAP_STALE a round. The copy is 16,384 x 64 bytes of .bss (1 MB), the size of the
  * table itself.
  */
 u32 snap_nr_tasks;				/* entries of snap_tasks filled */

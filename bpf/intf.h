@@ -130,6 +130,7 @@ struct net_task {
 	u8	pad[2];
 	u32	netns;		/* inode number of its network namespace (/proc/PID/ns/net) */
 	char	comm[MIAMI_COMM_LEN];
+	u64	runtime_ns;	/* its CPU time (se.sum_exec_runtime) at last_comm_ns */
 };
 
 /* Why the agent moves a task (struct policy_move.kind). */

@@ -78,8 +78,8 @@
  *
  * agent.bpf.c: release (is_net_task()) and the upgrades and sheds user space decides
  * (apply_move()). A task's move target comes first in pick_net_cpu() while it is idle or has
- * room, for at most target_ttl_ns, and a target outside the IRQ CPU's LLC only while that LLC is
- * overloaded (target_alive()).
+ * room, for at most target_ttl_ns (shed_ttl_ns for a shed), and a target outside the IRQ CPU's
+ * LLC only while that LLC is overloaded (target_alive()).
  *
  * 6. Observe-only mode
  *
@@ -177,7 +177,7 @@ private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
 #include "cpus.bpf.h"
 
 /*
- * Is the agent's target for @taskc still worth following? Not past target_ttl_ns (agent.bpf.c),
+ * Is the agent's target for @taskc still worth following? Not past its end of life (agent.bpf.c),
  * not once the task's IRQ CPU moved (the agent decided against the old one), and a target
  * outside the IRQ CPU's LLC (a shed out of it) only while that LLC is overloaded and the
  * target's is not: a network task leaves its LLC only for an overload, and comes back when it

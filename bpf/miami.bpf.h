@@ -81,7 +81,7 @@ struct task_ctx {
 	s32	run_cpu;		/* CPU it last ran on as a network task, -1 none */
 	s32	target_cpu;		/* the agent's move target, -1 none (policy_moves) */
 	s32	target_irq;		/* irq_cpu when the move was applied: a re-pin drops it */
-	u64	target_until_ns;	/* the target's end of life (target_ttl_ns after it came) */
+	u64	target_until_ns;	/* its end of life: target_ttl_ns (shed_ttl_ns) after it came */
 	u32	move_seq;		/* seq of the last policy_moves entry applied */
 	u32	moves_gen;		/* policy_moves_gen when policy_moves was last looked up */
 };

@@ -221,6 +221,8 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool c
 			return;
 	}
 	nt->last_comm_ns = now;
+	/* The agent's share of a CPU this thread needs (policy.rs Util), from two of these. */
+	nt->runtime_ns = bpf_get_current_task_btf()->se.sum_exec_runtime;
 	nt->intens = taskc->intens;
 	nt->irq_cpu = taskc->irq_cpu;
 	nt->cpu = bpf_get_smp_processor_id();

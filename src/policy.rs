@@ -9,12 +9,14 @@
 //!    the agent only stops considering them and counts them.
 //! 2. Upgrade: class-high tasks in the cache or other tier move to their IRQ CPU if its load is
 //!    below --low-load-pct, else (from the other tier) to the least loaded CPU of the IRQ CPU's
-//!    LLC below that load. Most intensive first.
+//!    LLC below that load. Most intensive first. A target that runs a network task already must
+//!    stay below --low-load-pct with the mover's own share of a CPU added (`Util`; round()).
 //! 3. Shed and adapt: for each CPU above --high-load-pct, most loaded first, the task that needs
 //!    affinity least moves to a CPU below --low-load-pct, in its IRQ CPU's LLC if one is, else in
 //!    another LLC, but only out of an LLC overloaded on average (above --high-load-pct) into one
 //!    lightly loaded on average (below --low-load-pct): low class before middle before high, other
 //!    tier before cache before core, less intensive first; so core-tier high-class tasks go last.
+//!    A target that runs a network task must stay below --high-load-pct with the victim's share.
 //!    One task per CPU per round: the next round sees the new load. The last network task on a CPU
 //!    is not shed: shedding settles contention between tasks, and one task with its own softirq on
 //!    its IRQ CPU is the placement MiAMI aims for, however busy that keeps the CPU; unless a task
@@ -36,7 +38,7 @@
 //! sent again within `REPEAT_ROUNDS`, so a move that BPF cannot honour (no room at the target)
 //! does not eat every round's budget.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bpf_intf::{
     miami_consts_MIAMI_INTENS_MAX as INTENS_MAX, miami_move_kind_MIAMI_MOVE_SHED as MOVE_SHED,
@@ -46,6 +48,8 @@ use crate::config::ClassBounds;
 
 /// Rounds during which the same (task, target) move is not sent again.
 pub const REPEAT_ROUNDS: u64 = 10;
+/// Rounds a task keeps a shed target (agent.bpf.c shed_ttl_ns): 5 s at the default period.
+pub const SHED_HOLD_ROUNDS: u64 = 50;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {
@@ -74,7 +78,7 @@ impl ClassBounds {
 }
 
 /// A network task as the agent sees it (from the `net_tasks` table).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskView {
     pub tid: i32,
     pub intens: u32,
@@ -82,6 +86,44 @@ pub struct TaskView {
     /// CPU of its last send/recv call: where it runs.
     pub cpu: i32,
     pub age_ms: u64,
+    /// Percent of a CPU it used lately (`Util`); None until measured.
+    pub util: Option<f64>,
+}
+
+/// Shortest span between two samples of a thread's CPU time that `Util` turns into a share.
+/// The monitor writes a sample at least once per intensiveness window (100 ms) while the thread
+/// communicates; a shorter span says more about ticks than about the thread.
+pub const UTIL_MIN_SPAN_NS: u64 = 50_000_000;
+
+/// Each network task's share of a CPU, from its CPU time (`net_task.runtime_ns`) at two of the
+/// monitor's samples (`last_comm_ns`) at least UTIL_MIN_SPAN_NS apart: the load it brings to a
+/// CPU it moves to. The agent's CPU loads cannot tell it: they are per CPU, and two tasks on one
+/// CPU split it whatever each would use alone.
+#[derive(Debug, Default)]
+pub struct Util {
+    /// tid -> (CPU time ns, at ns) of the sample the next span starts from, and the last share.
+    seen: BTreeMap<i32, (u64, u64, Option<f64>)>,
+}
+
+impl Util {
+    /// The share of thread @tid, whose CPU time was @runtime_ns at @at_ns, in percent of a CPU;
+    /// None until two samples span UTIL_MIN_SPAN_NS.
+    pub fn update(&mut self, tid: i32, runtime_ns: u64, at_ns: u64) -> Option<f64> {
+        let e = self.seen.entry(tid).or_insert((runtime_ns, at_ns, None));
+        // A tid reused by a new thread starts over.
+        if runtime_ns < e.0 || at_ns < e.1 {
+            *e = (runtime_ns, at_ns, None);
+        } else if at_ns - e.1 >= UTIL_MIN_SPAN_NS {
+            let pct = (runtime_ns - e.0) as f64 * 100.0 / (at_ns - e.1) as f64;
+            *e = (runtime_ns, at_ns, Some(pct.min(100.0)));
+        }
+        e.2
+    }
+
+    /// Forget the threads not in @tids (gone from the table).
+    pub fn retain(&mut self, tids: &BTreeSet<i32>) {
+        self.seen.retain(|tid, _| tids.contains(tid));
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,6 +352,21 @@ impl Policy {
         let mut taken: Vec<usize> = Vec::new();
         let budget = self.cfg.max_moves;
         let llc_cpus = |cpu: usize| (0..nr_cpus).filter(move |&c| llc[c] == llc[cpu]);
+        // Can @c take @t, its load then at most @limit percent? A CPU without another network
+        // task can: a lone task is never shed. One with a network task already can only if
+        // its load plus @t's own share of a CPU stays within @limit. Step 3 sheds one of two
+        // network tasks off a CPU above --high-load-pct, so a move that lands above it is undone
+        // the next round; and an upgrade that lands between the two thresholds is undone as
+        // soon as the pair's load wobbles past --high-load-pct. Either way the agent moved a
+        // pair back and forth for as long as they ran (two bulk flows of one IRQ CPU swapped
+        // places 3-7 times a second). So an upgrade must land below --low-load-pct, as the
+        // paper's "the load on the target core is low" says after the move, and a shed below
+        // --high-load-pct: the two thresholds are the band in which a pair stays put.
+        let fits = |t: &TaskView, c: usize, limit: f64| {
+            !active.iter().any(|o| o.tid != t.tid && o.cpu as usize == c)
+                || t.util.is_some_and(|u| loads[c] + u < limit)
+        };
+        let (low, high) = (self.cfg.low_load_pct, self.cfg.high_load_pct);
 
         // Step 2: upgrade, most intensive first.
         let mut up: Vec<&TaskView> = active
@@ -323,18 +380,20 @@ impl Policy {
                 break;
             }
             let irq = t.irq_cpu as usize;
-            let target = if loads[irq] < self.cfg.low_load_pct && !taken.contains(&irq) {
-                Some(irq)
-            } else if tier(t) == Tier::Other {
-                Self::least_loaded(
-                    loads,
-                    llc_cpus(irq).filter(|c| !taken.contains(c)),
-                    self.cfg.low_load_pct,
-                    irq,
-                )
-            } else {
-                None
-            };
+            let target =
+                if loads[irq] < self.cfg.low_load_pct && !taken.contains(&irq) && fits(t, irq, low)
+                {
+                    Some(irq)
+                } else if tier(t) == Tier::Other {
+                    Self::least_loaded(
+                        loads,
+                        llc_cpus(irq).filter(|&c| !taken.contains(&c) && fits(t, c, low)),
+                        self.cfg.low_load_pct,
+                        irq,
+                    )
+                } else {
+                    None
+                };
             if let Some(cpu) = target {
                 if self.send(&mut moves, t.tid, cpu, MoveKind::Upgrade) {
                     taken.push(cpu);
@@ -389,7 +448,9 @@ impl Policy {
             });
             for t in victims {
                 let irq = t.irq_cpu as usize;
-                let free = |c2: &usize| !taken.contains(c2) && !overloaded.contains(c2);
+                let free = |c2: &usize| {
+                    !taken.contains(c2) && !overloaded.contains(c2) && fits(t, *c2, high)
+                };
                 // Out of the IRQ CPU's LLC only from an LLC overloaded on average (BPF drops
                 // such a target otherwise: target_alive()) into one lightly loaded on average:
                 // with every CPU busy, one CPU that read below --low-load-pct for a round is

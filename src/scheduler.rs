@@ -26,7 +26,9 @@ use crate::config::{ClassBounds, Config, Invalid};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
 use crate::load::{kernel_cpu_times_refused, LoadReader};
 use crate::maps::lookup_percpu_array;
-use crate::policy::{Policy, PolicyConfig, TaskView, AUTO_START, REPEAT_ROUNDS};
+use crate::policy::{
+    Policy, PolicyConfig, TaskView, Util, AUTO_START, REPEAT_ROUNDS, SHED_HOLD_ROUNDS,
+};
 use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Sampler, Snapshot, TaskRow, NR_STATS, TOP_TASKS,
 };
@@ -105,6 +107,11 @@ fn target_ttl_ns(cfg: &Config) -> u64 {
     REPEAT_ROUNDS * cfg.interval_ms * 1_000_000
 }
 
+/// How long a task follows a shed target (agent.bpf.c shed_ttl_ns).
+fn shed_ttl_ns(cfg: &Config) -> u64 {
+    SHED_HOLD_ROUNDS * cfg.interval_ms * 1_000_000
+}
+
 /// @clock in ns: CLOCK_MONOTONIC is the clock of bpf_ktime_get_ns(); the CPU-time clocks give
 /// what the loader itself costs (stats: agent_cpu_us, loader_cpu_ms and the IRQ refresh's).
 fn clock_ns(clock: rustix::time::ClockId) -> u64 {
@@ -168,6 +175,8 @@ pub struct Scheduler<'a> {
     /// CPUs whose LLC cpu_llc holds: online at the load, or found in it since (reattach()).
     known_cpus: BTreeSet<usize>,
     policy: Policy,
+    /// The network tasks' shares of a CPU, for the policy.
+    util: Util,
     load: LoadReader,
     /// miami_snapshot_cpus() loaded, not miami_snapshot(): the kernel lists the per-CPU
     /// variables it reads (load.rs). Only one of the two loads.
@@ -276,6 +285,7 @@ impl<'a> Scheduler<'a> {
         data.release_ns = cfg.release_ns;
         data.max_moves = cfg.max_moves;
         data.target_ttl_ns = target_ttl_ns(cfg);
+        data.shed_ttl_ns = shed_ttl_ns(cfg);
 
         // How long loading (the verifier) and attaching (every task moved over) take: a
         // restart after CPU hotplug costs as much, and under load it is seconds.
@@ -359,6 +369,7 @@ impl<'a> Scheduler<'a> {
             hotplug_seq,
             known_cpus: topology::online_cpus(&topo).collect(),
             policy: Policy::new(policy_config(cfg)),
+            util: Util::default(),
             load: LoadReader::default(),
             kernel_times,
             loads_in_bpf,
@@ -436,19 +447,25 @@ impl<'a> Scheduler<'a> {
 
     /// The agent's view of the network tasks of the last snapshot, without NIC names (it never
     /// shows one).
-    fn agent_tasks(&self) -> Vec<TaskView> {
+    fn agent_tasks(&mut self) -> Vec<TaskView> {
         let (now, max_age) = (monotonic_ns(), task_max_age_ms(self.cfg.release_ns));
-        self.snap_tasks()
+        let tasks: Vec<TaskView> = self
+            .snap_tasks()
             .iter()
-            .filter_map(|nt| TaskRow::from_slot(nt, now, max_age, |_, _| String::new()))
-            .map(|t| TaskView {
-                tid: t.tid,
-                intens: t.intens,
-                irq_cpu: t.irq_cpu,
-                cpu: t.cpu,
-                age_ms: t.age_ms,
+            .filter_map(|nt| {
+                let t = TaskRow::from_slot(nt, now, max_age, |_, _| String::new())?;
+                Some(TaskView {
+                    tid: t.tid,
+                    intens: t.intens,
+                    irq_cpu: t.irq_cpu,
+                    cpu: t.cpu,
+                    age_ms: t.age_ms,
+                    util: self.util.update(t.tid, nt.runtime_ns, nt.last_comm_ns),
+                })
             })
-            .collect()
+            .collect();
+        self.util.retain(&tasks.iter().map(|t| t.tid).collect());
+        tasks
     }
 
     /// One agent round (MiAMI III-D): loads, then the policy's moves and boundaries into BPF.
@@ -609,6 +626,7 @@ impl<'a> Scheduler<'a> {
         data.release_ns = new.release_ns;
         data.max_moves = new.max_moves;
         data.target_ttl_ns = target_ttl_ns(new);
+        data.shed_ttl_ns = shed_ttl_ns(new);
         if new.max_moves != old.max_moves {
             // "Most moves in one round" is judged against the cap in force.
             self.agent = AgentState {

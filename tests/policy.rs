@@ -7,7 +7,7 @@ use miami::config::ClassBounds;
 use miami::load::{busy_pct, parse_proc_stat, LoadReader};
 use miami::policy::{
     auto_bounds, overloaded_llcs, widen, Class, Move, MoveKind, Policy, PolicyConfig, TaskView,
-    AUTO_START, REPEAT_ROUNDS,
+    Util, AUTO_START, REPEAT_ROUNDS, UTIL_MIN_SPAN_NS,
 };
 
 /// Two LLCs: CPUs 0-3 and 4-7.
@@ -38,6 +38,7 @@ fn task(tid: i32, intens: u32, irq_cpu: i32, cpu: i32) -> TaskView {
         irq_cpu,
         cpu,
         age_ms: 5,
+        util: None,
     }
 }
 
@@ -84,12 +85,15 @@ fn silent_tasks_are_released_and_not_moved() {
 #[test]
 fn high_class_upgrades_to_a_free_irq_cpu() {
     let mut p = policy(4);
-    let tasks = [
+    let mut tasks = [
         task(1, 5000, 1, 2), // high, cache tier
         task(2, 500, 5, 6),  // middle, cache tier: not upgraded
         task(3, 50, 5, 1),   // low, other tier: not upgraded
         task(4, 9000, 5, 5), // high, already core
     ];
+    // CPU 1 (10%) runs task 3: task 1 goes there once its own share is known to fit, 10 + 20
+    // below --low-load-pct.
+    tasks[0].util = Some(20.0);
     let r = p.round(&loads(&[]), &LLC, &tasks);
     assert_eq!(r.moves, vec![mv(1, 1, MoveKind::Upgrade)]);
 }
@@ -114,6 +118,50 @@ fn one_newcomer_per_target_cpu_most_intensive_first() {
         &[task(1, 2000, 1, 2), task(2, 8000, 1, 3)],
     );
     assert_eq!(r.moves, vec![mv(2, 1, MoveKind::Upgrade)]);
+}
+
+#[test]
+fn an_upgrade_onto_a_cpu_with_a_network_task_must_land_below_low_load() {
+    // Two class-high senders of IRQ CPU 7: task 1 runs there (CPU 7 at 40%), task 2 on sibling
+    // CPU 4 using 30% of a CPU. CPU 7 reads below --low-load-pct (50), but with task 2 it would
+    // carry 40 + 30 = 70%: between the thresholds, where the pair's next wobble past 90% sheds
+    // one of them again. No upgrade.
+    let mut p = policy(4);
+    let mut t2 = task(2, 5000, 7, 4);
+    t2.util = Some(30.0);
+    let pair = |t2: &TaskView| [task(1, 5000, 7, 7), t2.clone()];
+    let r = p.round(&loads(&[(7, 40.0), (4, 30.0)]), &LLC, &pair(&t2));
+    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    // Using 9% of a CPU, it fits: 40 + 9 = 49 < 50.
+    t2.util = Some(9.0);
+    let r = p.round(&loads(&[(7, 40.0), (4, 30.0)]), &LLC, &pair(&t2));
+    assert_eq!(r.moves, vec![mv(2, 7, MoveKind::Upgrade)]);
+    // Its share not measured yet: no move onto an occupied CPU.
+    let mut p = policy(4);
+    t2.util = None;
+    let r = p.round(&loads(&[(7, 40.0), (4, 30.0)]), &LLC, &pair(&t2));
+    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    // From the other tier the same holds for the siblings: CPU 6 (5%) holds a network task and
+    // 5 + 45 = 50 is not below 50, so the move goes to CPU 5 (10%, no network task) instead.
+    let mut p = policy(4);
+    let mut t3 = task(3, 5000, 7, 1);
+    t3.util = Some(45.0);
+    let r = p.round(
+        &loads(&[(7, 80.0), (4, 20.0), (5, 10.0), (6, 5.0)]),
+        &LLC,
+        &[task(1, 5000, 7, 7), task(4, 50, 7, 6), t3],
+    );
+    assert_eq!(r.moves, vec![mv(3, 5, MoveKind::Upgrade)]);
+}
+
+#[test]
+fn an_upgrade_onto_a_cpu_without_a_network_task_ignores_the_movers_share() {
+    // A lone task is never shed, so a sender using a whole CPU still takes its free IRQ CPU.
+    let mut p = policy(4);
+    let mut t = task(1, 5000, 7, 4);
+    t.util = Some(100.0);
+    let r = p.round(&loads(&[(4, 100.0)]), &LLC, &[t]);
+    assert_eq!(r.moves, vec![mv(1, 7, MoveKind::Upgrade)]);
 }
 
 // ---- step 3: shed ----
@@ -218,6 +266,46 @@ fn shed_target_prefers_the_irq_llc_then_a_lightly_loaded_llc_below_low_load() {
     let r = p.round(&[95.0; 8], &LLC, &t);
     assert!(r.moves.is_empty());
     assert_eq!(r.overloaded.len(), 8);
+}
+
+#[test]
+fn a_shed_onto_a_cpu_with_a_network_task_must_land_below_high_load() {
+    // Tasks 1 (low) and 2 (high) contend on CPU 2 (95%). CPU 3 (20%) runs network task 3; task
+    // 1 uses 75% of a CPU: 20 + 75 = 95 would overload CPU 3 in turn, so it goes to CPU 0
+    // (30%, no network task).
+    let mut p = policy(4);
+    let mut t1 = task(1, 50, 1, 2);
+    t1.util = Some(75.0);
+    let t = [t1.clone(), task(2, 5000, 2, 2), task(3, 50, 1, 3)];
+    let l = loads(&[(0, 30.0), (1, 40.0), (2, 95.0), (3, 20.0)]);
+    let r = p.round(&l, &LLC, &t);
+    assert_eq!(r.moves, vec![mv(1, 0, MoveKind::Shed)]);
+    // Using 60%, 20 + 60 = 80 < 90: the least loaded CPU, 3, takes it.
+    let mut p = policy(4);
+    t1.util = Some(60.0);
+    let r = p.round(&l, &LLC, &[t1, task(2, 5000, 2, 2), task(3, 50, 1, 3)]);
+    assert_eq!(r.moves, vec![mv(1, 3, MoveKind::Shed)]);
+}
+
+#[test]
+fn util_is_cpu_time_over_the_span_between_samples() {
+    let mut u = Util::default();
+    let ms = 1_000_000;
+    assert_eq!(u.update(1, 0, 1000 * ms), None);
+    // 40 ms of CPU time over 100 ms: 40%.
+    assert_eq!(u.update(1, 40 * ms, 1100 * ms), Some(40.0));
+    // A sample less than UTIL_MIN_SPAN_NS after the last keeps the share and the start.
+    let short = UTIL_MIN_SPAN_NS / 2;
+    assert_eq!(u.update(1, 50 * ms, 1100 * ms + short), Some(40.0));
+    // 80 ms over the 200 ms since the last kept sample: 40 -> 120 ms of CPU time, 40%.
+    assert_eq!(u.update(1, 120 * ms, 1300 * ms), Some(40.0));
+    // More CPU time than wall time (clocks of different CPUs): at most 100%.
+    assert_eq!(u.update(1, 300 * ms, 1400 * ms), Some(100.0));
+    // CPU time going back: a new thread with the same tid, measured afresh.
+    assert_eq!(u.update(1, 5 * ms, 1500 * ms), None);
+    // A thread gone from the table is forgotten.
+    u.retain(&[2].into_iter().collect());
+    assert_eq!(u.update(1, 500 * ms, 5000 * ms), None);
 }
 
 // ---- LLC overload: when network tasks may leave their LLC ----

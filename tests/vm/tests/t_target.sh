@@ -7,8 +7,8 @@
 # shed targets' reason, is gone, and the receivers must come back to CPU 1's LLC at once:
 # over the 8 s that follow, their runtime in core+cache (probe.py --trace) is at least 90%
 # (EEVDF's in the same shape printed beside), and target_expired counts the dropped targets.
-# A target lives at most 10 agent rounds (1 s) and a target outside the IRQ CPU's LLC only while
-# that LLC is overloaded. Before this issue a shed target lived until the task was released, so
+# A target lives at most 10 agent rounds (1 s), a shed target 50 (5 s), and a target outside the
+# IRQ CPU's LLC only while that LLC is overloaded. Before this issue a shed target lived until the task was released, so
 # the receivers kept waking on their targets in the other LLC long after the overload.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
