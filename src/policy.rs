@@ -352,19 +352,37 @@ impl Policy {
         let mut taken: Vec<usize> = Vec::new();
         let budget = self.cfg.max_moves;
         let llc_cpus = |cpu: usize| (0..nr_cpus).filter(move |&c| llc[c] == llc[cpu]);
-        // Can @c take @t, its load then at most @limit percent? A CPU without another network
-        // task can: a lone task is never shed. One with a network task already can only if
-        // its load plus @t's own share of a CPU stays within @limit. Step 3 sheds one of two
-        // network tasks off a CPU above --high-load-pct, so a move that lands above it is undone
-        // the next round; and an upgrade that lands between the two thresholds is undone as
-        // soon as the pair's load wobbles past --high-load-pct. Either way the agent moved a
-        // pair back and forth for as long as they ran (two bulk flows of one IRQ CPU swapped
-        // places 3-7 times a second). So an upgrade must land below --low-load-pct, as the
-        // paper's "the load on the target core is low" says after the move, and a shed below
-        // --high-load-pct: the two thresholds are the band in which a pair stays put.
+        // Can @c take @t, its load then below @limit percent? A CPU that holds no other network
+        // task can: a lone task is never shed. The ones it holds: those whose last call ran
+        // there, and the class-high tasks whose IRQ CPU it is, wherever they ran last, since
+        // BPF places those there whenever it is free (pick_net_cpu()). With any, the load there
+        // plus @t's own share of a CPU, plus the shares of those away from it, must stay below
+        // @limit: step 3 sheds one of two network tasks off a CPU above --high-load-pct, so a
+        // move that lands above it is undone the next round, and an upgrade that lands between
+        // the two thresholds as soon as the pair's load wobbles past --high-load-pct. Either
+        // way the agent moved a pair back and forth for as long as they ran (t_pair_stable:
+        // 2.3-3.7 moves a second). So an upgrade must land below --low-load-pct, the paper's
+        // "the loads on the target core is low" after the move, and a shed below
+        // --high-load-pct: the two thresholds are the band in which a pair stays put. A share
+        // not measured yet (None) fits nowhere but on a CPU of its own.
         let fits = |t: &TaskView, c: usize, limit: f64| {
-            !active.iter().any(|o| o.tid != t.tid && o.cpu as usize == c)
-                || t.util.is_some_and(|u| loads[c] + u < limit)
+            let others: Vec<&&TaskView> = active
+                .iter()
+                .filter(|o| {
+                    o.tid != t.tid
+                        && (o.cpu as usize == c
+                            || (o.irq_cpu as usize == c && class(o) == Class::High))
+                })
+                .collect();
+            if others.is_empty() {
+                return true;
+            }
+            let away: Option<f64> = others
+                .iter()
+                .filter(|o| o.cpu as usize != c)
+                .map(|o| o.util)
+                .sum();
+            matches!((t.util, away), (Some(u), Some(a)) if loads[c] + u + a < limit)
         };
         let (low, high) = (self.cfg.low_load_pct, self.cfg.high_load_pct);
 

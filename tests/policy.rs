@@ -112,11 +112,10 @@ fn busy_irq_cpu_upgrades_from_other_tier_into_the_llc_only() {
 #[test]
 fn one_newcomer_per_target_cpu_most_intensive_first() {
     let mut p = policy(4);
-    let r = p.round(
-        &loads(&[]),
-        &LLC,
-        &[task(1, 2000, 1, 2), task(2, 8000, 1, 3)],
-    );
+    // Both class high with IRQ CPU 1, each using 10% of a CPU: 10 + 10 + 10 below 50 fits.
+    let (mut t1, mut t2) = (task(1, 2000, 1, 2), task(2, 8000, 1, 3));
+    (t1.util, t2.util) = (Some(10.0), Some(10.0));
+    let r = p.round(&loads(&[]), &LLC, &[t1, t2]);
     assert_eq!(r.moves, vec![mv(2, 1, MoveKind::Upgrade)]);
 }
 
@@ -152,6 +151,23 @@ fn an_upgrade_onto_a_cpu_with_a_network_task_must_land_below_low_load() {
         &[task(1, 5000, 7, 7), task(4, 50, 7, 6), t3],
     );
     assert_eq!(r.moves, vec![mv(3, 5, MoveKind::Upgrade)]);
+}
+
+#[test]
+fn a_class_high_task_of_the_same_irq_cpu_counts_there_wherever_it_ran_last() {
+    // Tasks 1 and 2, class high, both of IRQ CPU 7 (10%), last ran on siblings 6 and 4. BPF
+    // places either on CPU 7 whenever it is free, so an upgrade of one must fit both: 10 + 30 +
+    // 30 is not below 50.
+    let mut p = policy(4);
+    let (mut t1, mut t2) = (task(1, 6000, 7, 6), task(2, 5000, 7, 4));
+    (t1.util, t2.util) = (Some(30.0), Some(30.0));
+    let r = p.round(&loads(&[]), &LLC, &[t1.clone(), t2.clone()]);
+    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    // At 15% each, 10 + 15 + 15 = 40 fits: the more intensive one goes, the other stays in
+    // the cache tier (one newcomer per CPU and round).
+    (t1.util, t2.util) = (Some(15.0), Some(15.0));
+    let r = p.round(&loads(&[]), &LLC, &[t1, t2]);
+    assert_eq!(r.moves, vec![mv(1, 7, MoveKind::Upgrade)]);
 }
 
 #[test]
