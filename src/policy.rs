@@ -191,6 +191,28 @@ pub fn widen(b: ClassBounds) -> ClassBounds {
     }
 }
 
+/// A CPU's network tasks as `Policy::round()` judges a move onto it: how many it holds, and the
+/// shares of a CPU of those that hold it from elsewhere (their last call ran on another CPU).
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    n: i64,
+    away_pct: f64,
+    away_unknown: i64,
+}
+
+impl Held {
+    /// Count @t as held by CPU @c (@sign 1) or no longer (@sign -1).
+    fn add(&mut self, t: &TaskView, c: usize, sign: i64) {
+        self.n += sign;
+        if t.cpu as usize != c {
+            match t.util {
+                Some(u) => self.away_pct += sign as f64 * u,
+                None => self.away_unknown += sign,
+            }
+        }
+    }
+}
+
 /// What one round decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Round {
@@ -364,25 +386,29 @@ impl Policy {
         // 2.3-3.7 moves a second). So an upgrade must land below --low-load-pct, the paper's
         // "the loads on the target core is low" after the move, and a shed below
         // --high-load-pct: the two thresholds are the band in which a pair stays put. A share
-        // not measured yet (None) fits nowhere but on a CPU of its own.
-        let fits = |t: &TaskView, c: usize, limit: f64| {
-            let others: Vec<&&TaskView> = active
-                .iter()
-                .filter(|o| {
-                    o.tid != t.tid
-                        && (o.cpu as usize == c
-                            || (o.irq_cpu as usize == c && class(o) == Class::High))
-                })
-                .collect();
-            if others.is_empty() {
-                return true;
+        // not measured yet (None) fits nowhere but on a CPU of its own. Summed per CPU once a
+        // round: fits() runs for every candidate and CPU, and thousands of network tasks are a
+        // shape the agent must take.
+        let held_on = |o: &TaskView| {
+            let (cpu, irq) = (o.cpu as usize, o.irq_cpu as usize);
+            [
+                Some(cpu),
+                (class(o) == Class::High && irq != cpu).then_some(irq),
+            ]
+        };
+        let mut held = vec![Held::default(); nr_cpus];
+        for o in &active {
+            for c in held_on(o).into_iter().flatten() {
+                held[c].add(o, c, 1);
             }
-            let away: Option<f64> = others
-                .iter()
-                .filter(|o| o.cpu as usize != c)
-                .map(|o| o.util)
-                .sum();
-            matches!((t.util, away), (Some(u), Some(a)) if loads[c] + u + a < limit)
+        }
+        let fits = |t: &TaskView, c: usize, limit: f64| {
+            let mut h = held[c];
+            if held_on(t).contains(&Some(c)) {
+                h.add(t, c, -1); // not one of its own others
+            }
+            h.n == 0
+                || matches!(t.util, Some(u) if h.away_unknown == 0 && loads[c] + u + h.away_pct < limit)
         };
         let (low, high) = (self.cfg.low_load_pct, self.cfg.high_load_pct);
 

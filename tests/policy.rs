@@ -42,6 +42,14 @@ fn task(tid: i32, intens: u32, irq_cpu: i32, cpu: i32) -> TaskView {
     }
 }
 
+/// task() using @util percent of a CPU.
+fn measured(tid: i32, intens: u32, irq_cpu: i32, cpu: i32, util: f64) -> TaskView {
+    TaskView {
+        util: Some(util),
+        ..task(tid, intens, irq_cpu, cpu)
+    }
+}
+
 /// The boundaries after 100 rounds of the same @loads and @tasks, from INIT.
 fn settled(loads: &[f64], tasks: &[TaskView]) -> ClassBounds {
     let mut p = policy(4);
@@ -85,15 +93,14 @@ fn silent_tasks_are_released_and_not_moved() {
 #[test]
 fn high_class_upgrades_to_a_free_irq_cpu() {
     let mut p = policy(4);
-    let mut tasks = [
-        task(1, 5000, 1, 2), // high, cache tier
-        task(2, 500, 5, 6),  // middle, cache tier: not upgraded
-        task(3, 50, 5, 1),   // low, other tier: not upgraded
-        task(4, 9000, 5, 5), // high, already core
-    ];
     // CPU 1 (10%) runs task 3: task 1 goes there once its own share is known to fit, 10 + 20
     // below --low-load-pct.
-    tasks[0].util = Some(20.0);
+    let tasks = [
+        measured(1, 5000, 1, 2, 20.0), // high, cache tier
+        task(2, 500, 5, 6),            // middle, cache tier: not upgraded
+        task(3, 50, 5, 1),             // low, other tier: not upgraded
+        task(4, 9000, 5, 5),           // high, already core
+    ];
     let r = p.round(&loads(&[]), &LLC, &tasks);
     assert_eq!(r.moves, vec![mv(1, 1, MoveKind::Upgrade)]);
 }
@@ -113,9 +120,8 @@ fn busy_irq_cpu_upgrades_from_other_tier_into_the_llc_only() {
 fn one_newcomer_per_target_cpu_most_intensive_first() {
     let mut p = policy(4);
     // Both class high with IRQ CPU 1, each using 10% of a CPU: 10 + 10 + 10 below 50 fits.
-    let (mut t1, mut t2) = (task(1, 2000, 1, 2), task(2, 8000, 1, 3));
-    (t1.util, t2.util) = (Some(10.0), Some(10.0));
-    let r = p.round(&loads(&[]), &LLC, &[t1, t2]);
+    let t = [measured(1, 2000, 1, 2, 10.0), measured(2, 8000, 1, 3, 10.0)];
+    let r = p.round(&loads(&[]), &LLC, &t);
     assert_eq!(r.moves, vec![mv(2, 1, MoveKind::Upgrade)]);
 }
 
@@ -125,30 +131,27 @@ fn an_upgrade_onto_a_cpu_with_a_network_task_must_land_below_low_load() {
     // CPU 4 using 30% of a CPU. CPU 7 reads below --low-load-pct (50), but with task 2 it would
     // carry 40 + 30 = 70%: between the thresholds, where the pair's next wobble past 90% sheds
     // one of them again. No upgrade.
-    let mut p = policy(4);
-    let mut t2 = task(2, 5000, 7, 4);
-    t2.util = Some(30.0);
-    let pair = |t2: &TaskView| [task(1, 5000, 7, 7), t2.clone()];
-    let r = p.round(&loads(&[(7, 40.0), (4, 30.0)]), &LLC, &pair(&t2));
-    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    let l = loads(&[(7, 40.0), (4, 30.0)]);
+    let round = |t2: TaskView| policy(4).round(&l, &LLC, &[task(1, 5000, 7, 7), t2]).moves;
+    assert_eq!(round(measured(2, 5000, 7, 4, 30.0)), vec![]);
     // Using 9% of a CPU, it fits: 40 + 9 = 49 < 50.
-    t2.util = Some(9.0);
-    let r = p.round(&loads(&[(7, 40.0), (4, 30.0)]), &LLC, &pair(&t2));
-    assert_eq!(r.moves, vec![mv(2, 7, MoveKind::Upgrade)]);
+    assert_eq!(
+        round(measured(2, 5000, 7, 4, 9.0)),
+        vec![mv(2, 7, MoveKind::Upgrade)]
+    );
     // Its share not measured yet: no move onto an occupied CPU.
-    let mut p = policy(4);
-    t2.util = None;
-    let r = p.round(&loads(&[(7, 40.0), (4, 30.0)]), &LLC, &pair(&t2));
-    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    assert_eq!(round(task(2, 5000, 7, 4)), vec![]);
     // From the other tier the same holds for the siblings: CPU 6 (5%) holds a network task and
     // 5 + 45 = 50 is not below 50, so the move goes to CPU 5 (10%, no network task) instead.
     let mut p = policy(4);
-    let mut t3 = task(3, 5000, 7, 1);
-    t3.util = Some(45.0);
     let r = p.round(
         &loads(&[(7, 80.0), (4, 20.0), (5, 10.0), (6, 5.0)]),
         &LLC,
-        &[task(1, 5000, 7, 7), task(4, 50, 7, 6), t3],
+        &[
+            task(1, 5000, 7, 7),
+            task(4, 50, 7, 6),
+            measured(3, 5000, 7, 1, 45.0),
+        ],
     );
     assert_eq!(r.moves, vec![mv(3, 5, MoveKind::Upgrade)]);
 }
@@ -158,25 +161,25 @@ fn a_class_high_task_of_the_same_irq_cpu_counts_there_wherever_it_ran_last() {
     // Tasks 1 and 2, class high, both of IRQ CPU 7 (10%), last ran on siblings 6 and 4. BPF
     // places either on CPU 7 whenever it is free, so an upgrade of one must fit both: 10 + 30 +
     // 30 is not below 50.
-    let mut p = policy(4);
-    let (mut t1, mut t2) = (task(1, 6000, 7, 6), task(2, 5000, 7, 4));
-    (t1.util, t2.util) = (Some(30.0), Some(30.0));
-    let r = p.round(&loads(&[]), &LLC, &[t1.clone(), t2.clone()]);
-    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    let round = |u: f64| {
+        let t = [measured(1, 6000, 7, 6, u), measured(2, 5000, 7, 4, u)];
+        policy(4).round(&loads(&[]), &LLC, &t).moves
+    };
+    assert_eq!(round(30.0), vec![]);
     // At 15% each, 10 + 15 + 15 = 40 fits: the more intensive one goes, the other stays in
     // the cache tier (one newcomer per CPU and round).
-    (t1.util, t2.util) = (Some(15.0), Some(15.0));
-    let r = p.round(&loads(&[]), &LLC, &[t1, t2]);
-    assert_eq!(r.moves, vec![mv(1, 7, MoveKind::Upgrade)]);
+    assert_eq!(round(15.0), vec![mv(1, 7, MoveKind::Upgrade)]);
 }
 
 #[test]
 fn an_upgrade_onto_a_cpu_without_a_network_task_ignores_the_movers_share() {
     // A lone task is never shed, so a sender using a whole CPU still takes its free IRQ CPU.
     let mut p = policy(4);
-    let mut t = task(1, 5000, 7, 4);
-    t.util = Some(100.0);
-    let r = p.round(&loads(&[(4, 100.0)]), &LLC, &[t]);
+    let r = p.round(
+        &loads(&[(4, 100.0)]),
+        &LLC,
+        &[measured(1, 5000, 7, 4, 100.0)],
+    );
     assert_eq!(r.moves, vec![mv(1, 7, MoveKind::Upgrade)]);
 }
 
@@ -289,18 +292,18 @@ fn a_shed_onto_a_cpu_with_a_network_task_must_land_below_high_load() {
     // Tasks 1 (low) and 2 (high) contend on CPU 2 (95%). CPU 3 (20%) runs network task 3; task
     // 1 uses 75% of a CPU: 20 + 75 = 95 would overload CPU 3 in turn, so it goes to CPU 0
     // (30%, no network task).
-    let mut p = policy(4);
-    let mut t1 = task(1, 50, 1, 2);
-    t1.util = Some(75.0);
-    let t = [t1.clone(), task(2, 5000, 2, 2), task(3, 50, 1, 3)];
     let l = loads(&[(0, 30.0), (1, 40.0), (2, 95.0), (3, 20.0)]);
-    let r = p.round(&l, &LLC, &t);
-    assert_eq!(r.moves, vec![mv(1, 0, MoveKind::Shed)]);
+    let round = |u: f64| {
+        let t = [
+            measured(1, 50, 1, 2, u),
+            task(2, 5000, 2, 2),
+            task(3, 50, 1, 3),
+        ];
+        policy(4).round(&l, &LLC, &t).moves
+    };
+    assert_eq!(round(75.0), vec![mv(1, 0, MoveKind::Shed)]);
     // Using 60%, 20 + 60 = 80 < 90: the least loaded CPU, 3, takes it.
-    let mut p = policy(4);
-    t1.util = Some(60.0);
-    let r = p.round(&l, &LLC, &[t1, task(2, 5000, 2, 2), task(3, 50, 1, 3)]);
-    assert_eq!(r.moves, vec![mv(1, 3, MoveKind::Shed)]);
+    assert_eq!(round(60.0), vec![mv(1, 3, MoveKind::Shed)]);
 }
 
 #[test]
