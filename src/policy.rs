@@ -236,6 +236,8 @@ pub struct Policy {
     round: u64,
     /// tid -> (target CPU, round it was sent): the repeat filter.
     sent: BTreeMap<i32, (usize, u64)>,
+    /// tid -> (CPU it was shed off, round): the shed holds, SHED_HOLD_ROUNDS long.
+    shed: BTreeMap<i32, (usize, u64)>,
 }
 
 fn tier_of(llc: &[u32], cpu: usize, irq: usize) -> Tier {
@@ -297,6 +299,7 @@ impl Policy {
             top: 0,
             round: 0,
             sent: BTreeMap::new(),
+            shed: BTreeMap::new(),
         }
     }
 
@@ -411,6 +414,29 @@ impl Policy {
                 || matches!(t.util, Some(u) if h.away_unknown == 0 && loads[c] + u + h.away_pct < limit)
         };
         let (low, high) = (self.cfg.low_load_pct, self.cfg.high_load_pct);
+        // A shed holds (its target lives shed_ttl_ns in BPF): the agent takes the task back
+        // onto the CPU it was shed off only once no other network task is there or has its IRQ
+        // CPU there, whatever its class: the pair has ended. fits() alone let it back as soon
+        // as the partner's class dipped below high or it ran elsewhere for a round, and BPF
+        // placement then brought the partner back too (t_pair_stable: a shed undone by an
+        // upgrade half a second later, then shed again).
+        let round = self.round;
+        // Out of self while step 2 sends (send() borrows all of self); back before step 3.
+        let mut shed = std::mem::take(&mut self.shed);
+        shed.retain(|_, &mut (_, r)| round - r < SHED_HOLD_ROUNDS);
+        // Per CPU: the network tasks that run there or have their IRQ CPU there, each once.
+        let near_of = |o: &TaskView, c: usize| o.cpu as usize == c || o.irq_cpu as usize == c;
+        let mut near = vec![0usize; nr_cpus];
+        for o in &active {
+            near[o.cpu as usize] += 1;
+            if o.irq_cpu != o.cpu {
+                near[o.irq_cpu as usize] += 1;
+            }
+        }
+        let held_off = |t: &TaskView, c: usize| {
+            shed.get(&t.tid)
+                .is_some_and(|&(from, _)| from == c && near[c] > near_of(t, c) as usize)
+        };
 
         // Step 2: upgrade, most intensive first.
         let mut up: Vec<&TaskView> = active
@@ -424,26 +450,27 @@ impl Policy {
                 break;
             }
             let irq = t.irq_cpu as usize;
-            let target =
-                if loads[irq] < self.cfg.low_load_pct && !taken.contains(&irq) && fits(t, irq, low)
-                {
-                    Some(irq)
-                } else if tier(t) == Tier::Other {
-                    Self::least_loaded(
-                        loads,
-                        llc_cpus(irq).filter(|&c| !taken.contains(&c) && fits(t, c, low)),
-                        self.cfg.low_load_pct,
-                        irq,
-                    )
-                } else {
-                    None
-                };
+            let open = |c: usize| !taken.contains(&c) && !held_off(t, c) && fits(t, c, low);
+            let target = if loads[irq] < self.cfg.low_load_pct && open(irq) {
+                Some(irq)
+            } else if tier(t) == Tier::Other {
+                Self::least_loaded(
+                    loads,
+                    llc_cpus(irq).filter(|&c| open(c)),
+                    self.cfg.low_load_pct,
+                    irq,
+                )
+            } else {
+                None
+            };
             if let Some(cpu) = target {
                 if self.send(&mut moves, t.tid, cpu, MoveKind::Upgrade) {
                     taken.push(cpu);
                 }
             }
         }
+
+        self.shed = shed;
 
         // Step 3: shed off overloaded CPUs, most loaded first, and adapt the boundaries.
         let means = llc_means(&loads[..nr_cpus], &llc[..nr_cpus]);
@@ -515,6 +542,7 @@ impl Policy {
                 if let Some(cpu) = target {
                     if self.send(&mut moves, t.tid, cpu, MoveKind::Shed) {
                         taken.push(cpu);
+                        self.shed.insert(t.tid, (c, self.round));
                         break;
                     }
                 }

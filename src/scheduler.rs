@@ -518,7 +518,25 @@ impl<'a> Scheduler<'a> {
                 .update(&m.tid.to_ne_bytes(), as_bytes(&mv), MapFlags::ANY)
                 .context("writing policy_moves")?;
             self.moves_written.insert(m.tid, this_round);
-            log::debug!("agent: {:?} tid {} -> CPU {}", m.kind, m.tid, m.cpu);
+            if log::log_enabled!(log::Level::Debug) {
+                // What the move was decided on: where the agent saw the task, its share, and
+                // the loads of both CPUs (percent; "?" for a share not measured yet).
+                let t = tasks.iter().find(|t| t.tid == m.tid);
+                let (from, irq) = t.map_or((-1, -1), |t| (t.cpu, t.irq_cpu));
+                let share = t
+                    .and_then(|t| t.util)
+                    .map_or("?".to_string(), |u| format!("{u:.0}"));
+                let load = |cpu: i32| loads.get(cpu as usize).map_or(-1.0, |l| *l);
+                log::debug!(
+                    "agent: {:?} tid {} -> CPU {} (from CPU {from} at {:.0}%, IRQ CPU {irq}, \
+                     share {share}%, target at {:.0}%)",
+                    m.kind,
+                    m.tid,
+                    m.cpu,
+                    load(from),
+                    load(m.cpu as i32)
+                );
+            }
         }
         let bss = self.skel.maps.bss_data.as_mut().unwrap();
         if !round.moves.is_empty() {

@@ -7,7 +7,7 @@ use miami::config::ClassBounds;
 use miami::load::{busy_pct, parse_proc_stat, LoadReader};
 use miami::policy::{
     auto_bounds, overloaded_llcs, widen, Class, Move, MoveKind, Policy, PolicyConfig, TaskView,
-    Util, AUTO_START, REPEAT_ROUNDS, UTIL_MIN_SPAN_NS,
+    Util, AUTO_START, REPEAT_ROUNDS, SHED_HOLD_ROUNDS, UTIL_MIN_SPAN_NS,
 };
 
 /// Two LLCs: CPUs 0-3 and 4-7.
@@ -304,6 +304,38 @@ fn a_shed_onto_a_cpu_with_a_network_task_must_land_below_high_load() {
     assert_eq!(round(75.0), vec![mv(1, 0, MoveKind::Shed)]);
     // Using 60%, 20 + 60 = 80 < 90: the least loaded CPU, 3, takes it.
     assert_eq!(round(60.0), vec![mv(1, 3, MoveKind::Shed)]);
+}
+
+#[test]
+fn a_shed_task_comes_back_only_once_its_pair_ends_or_the_hold_lapses() {
+    // Round 1: tasks 1 and 2, class high, both of IRQ CPU 7 and both running there (100%).
+    // Task 1, the less intensive, is shed to CPU 4, the least loaded CPU of the LLC.
+    let mut p = policy(4);
+    let pair = [measured(1, 5000, 7, 7, 5.0), measured(2, 6000, 7, 7, 60.0)];
+    let r = p.round(&loads(&[(7, 100.0)]), &LLC, &pair);
+    assert_eq!(r.moves, vec![mv(1, 4, MoveKind::Shed)]);
+    // Then task 2's rate dips below class high and CPU 7 reads 20%. An upgrade would fit
+    // there (20 + 5 = 25 < 50, task 2 not away), but task 2 is still on CPU 7: the pair has
+    // not ended, so task 1 stays on CPU 4 for as long as the hold lasts, SHED_HOLD_ROUNDS
+    // rounds from the shed (rounds 2 to 50)...
+    let split = [measured(1, 5000, 7, 4, 5.0), measured(2, 500, 7, 7, 60.0)];
+    let l = loads(&[(7, 20.0), (4, 40.0)]);
+    for round in 2..=SHED_HOLD_ROUNDS {
+        assert_eq!(p.round(&l, &LLC, &split).moves, vec![], "round {round}");
+    }
+    // ...and goes back at round 51, when it lapses.
+    assert_eq!(
+        p.round(&l, &LLC, &split).moves,
+        vec![mv(1, 7, MoveKind::Upgrade)]
+    );
+    // Within the hold, it goes back as soon as task 2 is gone (released or ended).
+    let mut p = policy(4);
+    p.round(&loads(&[(7, 100.0)]), &LLC, &pair);
+    assert_eq!(p.round(&l, &LLC, &split).moves, vec![]);
+    assert_eq!(
+        p.round(&l, &LLC, &split[..1]).moves,
+        vec![mv(1, 7, MoveKind::Upgrade)]
+    );
 }
 
 #[test]

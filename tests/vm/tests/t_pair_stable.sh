@@ -7,18 +7,18 @@
 # move brings to its target (src/policy.rs, fits) and held a shed target for 5 s (agent.bpf.c
 # shed_ttl_ns), it upgraded one of a pair onto the other's CPU whenever that CPU read below
 # --low-load-pct, shed it again once the two read above --high-load-pct, and the task went back
-# at the target's end, 1 s later: 2.3-3.7 moves a second. The bound, at most 3 moves sent a
-# second over the window: one shed and one upgrade back per task per 5-s hold is 1.6 a second
-# for four tasks, but the agent sees a task where its last call ran, placement moves tasks
-# between rounds, and the loads under TCG swing more the slower the host runs the guest, all of
-# which let moves through early: 0.71-1.35 a second with these rules on a quiet machine, 2.34
-# in a run on a slower one (the whole test took 117 s instead of 70-85), which a bound of 2
-# failed. 3 is below the previous build's 3.66 over the same window, not its 2.27 since the
-# start: this bound catches the old loop only when it runs at full rate. And what the quiet is not bought with: the
-# receivers keep CPU 1's LLC (core+cache at least 90%) and run on CPU 1 itself at least 20
-# points more than under EEVDF. The iperf3 threads' migrations per second are printed beside
-# EEVDF's in the same shape (6.8-16.5 for EEVDF in eight boots: too noisy a reference to assert
-# a ratio on; the previous build read 19.3-22.5, these rules 9.1-16.8).
+# at the target's end, 1 s later: 2.3-3.7 moves a second. With those two rules it still sent
+# 0.6-2.3 (the most on a slower host): it upgraded a shed task back half a second after the shed,
+# whenever its partner's rate dipped below class high for a round. Now a shed task goes back
+# onto the CPU it was shed off only when its pair has ended or after the 5-s hold (policy.rs
+# held_off): one shed per pair per hold, 0.4 a second for two pairs, and no upgrades. Measured:
+# 0.25 and 0.31. The bound, at most 1 move sent a second over the window, fails the previous
+# rules in five of their seven runs (0.61-2.34) and the rules before them in all.
+# And what the quiet is not bought with: the receivers keep CPU 1's LLC (core+cache at least
+# 90%) and run on CPU 1 itself at least 20 points more than under EEVDF. The iperf3 threads'
+# migrations per second are printed beside EEVDF's in the same shape (6.2-16.5 for EEVDF in ten
+# boots: too noisy a reference to assert a ratio on; 19.3-22.5 before the share check, 9.1-16.8
+# with it, 6.8-7.8 with the hold).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -63,7 +63,7 @@ cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)
 core='round(100 * d["total"]["tiers"]["core"], 1)'
 log "receivers core / core+cache: EEVDF $(jget /tmp/eevdf.json "$core")% / $(jget /tmp/eevdf.json "$cc")%," \
 	"scx_miami $(jget /tmp/miami.json "$core")% / $(jget /tmp/miami.json "$cc")%"
-check_le "agent moves sent per second over the window" "$(cat /tmp/miami.moves)" 3
+check_le "agent moves sent per second over the window" "$(cat /tmp/miami.moves)" 1
 check_ge "scx_miami receivers' runtime ms" "$(jget /tmp/miami.json "d['total']['runtime_ns'] / 1e6")" 50
 check_ge "scx_miami receivers core+cache %" "$(jget /tmp/miami.json "$cc")" 90
 check_ge "scx_miami receivers core % (EEVDF $(jget /tmp/eevdf.json "$core")% + 20)" \
