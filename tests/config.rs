@@ -84,8 +84,11 @@ fn stats_socket_is_an_absolute_socket_path() {
         c.stats_socket,
         std::path::Path::new("/run/miami-observe/stats")
     );
-    let c = config(&["--monitor", "1", "--stats-socket", "/tmp/s"]).unwrap();
-    assert_eq!(c.stats_socket, std::path::Path::new("/tmp/s"));
+    // A path no one else uses: a directory of that name is refused (below), and a run once
+    // failed here because a scratch directory /tmp/s existed.
+    let mine = format!("/tmp/miami-config-test-{}.sock", std::process::id());
+    let c = config(&["--monitor", "1", "--stats-socket", &mine]).unwrap();
+    assert_eq!(c.stats_socket, std::path::Path::new(&mine));
 
     rejects(
         &["--stats-socket", "stats"],
