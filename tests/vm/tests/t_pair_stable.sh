@@ -12,7 +12,7 @@
 # whenever its partner's rate dipped below class high for a round. Now a shed task goes back
 # onto the CPU it was shed off only when its pair has ended or after the 5-s hold (policy.rs
 # held_off): one shed per pair per hold, 0.4 a second for two pairs, and no upgrades. Measured:
-# 0.25 and 0.31. The bound, at most 1 move sent a second over the window, fails the previous
+# 0.25, 0.31, and 0.38 inside a full suite. The bound, at most 1 move sent a second over the window, fails the previous
 # rules in five of their seven runs (0.61-2.34) and the rules before them in all.
 # And what the quiet is not bought with: the receivers keep CPU 1's LLC (core+cache at least
 # 90%) and run on CPU 1 itself at least 20 points more than under EEVDF. The iperf3 threads'
