@@ -57,8 +57,19 @@ pub fn task_max_age_ms(release_ns: u64) -> u64 {
 /// next placement, within a slice for a running task; one still there is held back by the
 /// budget (then the next round may still apply it) or its task sleeps, and it is stale.
 const MOVE_ROUNDS: u64 = 3;
-/// Longest the run loop sleeps before checking shutdown, timers and stats requests.
-const TICK: Duration = Duration::from_millis(100);
+/// Longest the run loop sleeps: it looks at the shutdown and reload flags, the scheduler's exit
+/// and IRQ map events only when it wakes. Otherwise it sleeps until the next agent round, stats
+/// report or look at the IRQ map events (--irq-refresh-ms), whichever comes first (run()).
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// How long the run loop sleeps at @now: until the earliest of @due (the next agent round,
+/// stats report, look at the IRQ map events, injected error), at least 1 ms, at most MAX_SLEEP.
+pub fn loop_sleep(now: Instant, due: impl IntoIterator<Item = Instant>) -> Duration {
+    due.into_iter()
+        .min()
+        .map_or(MAX_SLEEP, |at| at.saturating_duration_since(now))
+        .clamp(Duration::from_millis(1), MAX_SLEEP)
+}
+
 /// A stats request within this long keeps the run loop blocked on the request channel (run()).
 const STATS_ACTIVE: Duration = Duration::from_secs(2);
 
@@ -707,7 +718,7 @@ impl<'a> Scheduler<'a> {
                 inject_at = None;
             }
             if now >= next_irq {
-                // Not due (no event): look again at the next wakeup, at most a TICK away.
+                // Not due (no event): look again at the next wakeup, at most a period away.
                 match self.irq_map_tick(irq_period(&self.cfg)) {
                     Ok(false) => {}
                     Ok(true) => next_irq = now + irq_period(&self.cfg),
@@ -734,18 +745,30 @@ impl<'a> Scheduler<'a> {
                     next_stats = now + p;
                 }
             }
-            // Wait until the next round. With no stats client lately, sleep and then answer
-            // what came meanwhile (a request waits at most TICK): not recv_timeout(), because
-            // crossbeam spins and then calls sched_yield() several times before it blocks, and
-            // again when the timeout ends, which in a TCG guest made a quiet loop cost about
-            // three times what it does now (docs/results/loader-cost.md). While clients are
-            // asking (one within STATS_ACTIVE), block on the channel instead and answer each
-            // request at once: the server's proxy hands over one request at a time, the next
-            // only once the answer is out, so 100 clients at once were served one per agent
-            // period and a CI run's last one gave up after 10 s.
-            let wait = next_agent
-                .saturating_duration_since(Instant::now())
-                .clamp(Duration::from_millis(1), TICK);
+            // Wait until the next round, stats report or look at the IRQ map events, at most
+            // MAX_SLEEP: at the defaults the agent's 100 ms, and with a longer --interval-ms
+            // no more wakeups than that needs (the loop woke every 100 ms whatever the period,
+            // 10.5 times a second at --interval-ms 10000: docs/results/loader-cost.md). With no
+            // stats client lately, sleep and then answer what came meanwhile (a request waits
+            // at most that long): not recv_timeout(), because crossbeam spins and then calls
+            // sched_yield() several times before it blocks, and again when the timeout ends,
+            // which in a TCG guest made a quiet loop cost about three times as much. While
+            // clients are asking (one within STATS_ACTIVE), block on the channel instead and
+            // answer each request at once: the server's proxy hands over one request at a time,
+            // the next only once the answer is out, so 100 clients at once were served one per
+            // agent period and a CI run's last one gave up after 10 s.
+            let now = Instant::now();
+            let wait = loop_sleep(
+                now,
+                [
+                    Some(next_agent),
+                    Some(now + irq_period(&self.cfg)),
+                    stats_period.map(|_| next_stats),
+                    inject_at.map(|(_, at)| at),
+                ]
+                .into_iter()
+                .flatten(),
+            );
             let Some((res_ch, req_ch)) = &channels else {
                 std::thread::sleep(wait);
                 continue;

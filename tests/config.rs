@@ -7,6 +7,8 @@ use clap::Parser;
 use miami::config::OutputFormat;
 use miami::config::{load, overlay, ClassBounds, Config, Invalid, INTENS_MAX, RUNTIME_OPTIONS};
 use miami::opts::Opts;
+use miami::scheduler::loop_sleep;
+use std::time::{Duration, Instant};
 
 fn opts(args: &[&str]) -> Opts {
     let argv = std::iter::once("scx_miami").chain(args.iter().copied());
@@ -498,6 +500,27 @@ fn tui_refresh_range_and_conflicts() {
     let e = Opts::try_parse_from(argv).expect_err("--tui soon");
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("--tui"), "{e}");
+}
+
+/// The run loop sleeps until its next job, at least 1 ms and at most a second: the agent's
+/// period at the defaults (100 ms), no more often than the slowest job asks with a longer one
+/// (loader-cost.md: a loop woken every 100 ms whatever the period), and no round waits on it.
+#[test]
+fn the_run_loop_sleeps_until_its_next_job() {
+    let now = Instant::now();
+    let ms = Duration::from_millis;
+    // Defaults: a round in 100 ms, the IRQ map's events looked at within 1000 ms.
+    assert_eq!(loop_sleep(now, [now + ms(100), now + ms(1000)]), ms(100));
+    // --interval-ms 10000 --irq-refresh-ms 60000: once a second, for the flags and exit.
+    assert_eq!(
+        loop_sleep(now, [now + ms(10_000), now + ms(60_000)]),
+        ms(1000)
+    );
+    // --interval-ms 1000 --irq-refresh-ms 250 (t_repin): the IRQ map's look comes first.
+    assert_eq!(loop_sleep(now, [now + ms(1000), now + ms(250)]), ms(250));
+    // A round overdue, or nothing due at all.
+    assert_eq!(loop_sleep(now + ms(5), [now]), ms(1));
+    assert_eq!(loop_sleep(now, []), ms(1000));
 }
 
 #[test]

@@ -12,8 +12,10 @@
 #   - CPU-s/s from the threads' run time (/proc/PID/task/*/schedstat: ns, not sampled),
 #   - wakeups per second (voluntary context switches of all threads).
 # Under TCG each wakeup costs 1-2 ms of run time whatever the task then does (compare the
-# `--interval-ms 10000 --irq-refresh-ms 60000` row, whose loop only wakes to check for stats
-# requests, with scx_bpfland's), so here the loader's CPU follows its wakeups and system calls. Prints figures,
+# `--interval-ms 10000 --irq-refresh-ms 60000` row, whose loop only wakes once a second to look
+# at its flags, with scx_bpfland's), so here the loader's CPU follows its wakeups and system
+# calls. Checks the wakeups per second against the periods (the loop sleeps until its next job,
+# at most 1 s). Prints figures,
 # and scx_miami's own view of its cost at the defaults (--monitor: the loader's CPU since start,
 # the last round's and the last IRQ map refresh's and full scan's); checks that every case was
 # measured and that the stats' loader_cpu_ms is the kernel's run time of the loader's threads
@@ -78,4 +80,12 @@ fi
 echo "--- loader CPU-s per s (ticks: utime+stime; runtime: schedstat) and wakeups per s, ${secs} s each:"
 cat /tmp/cost.txt
 check_eq "cases measured" "$measured" 5
+# The run loop sleeps until its next job, at most a second (src/scheduler.rs loop_sleep()): at
+# the defaults a round every 100 ms, so about 10 wakeups a second; with every period 1 s or
+# longer, about 1 (it woke 10.5 times a second in every row before).
+wakes() { awk -v l="$1 " 'substr($0, 1, length(l)) == l { print $NF }' /tmp/cost.txt; }
+check_ge "wakeups per s at the defaults (a round every 100 ms)" "$(wakes "scx_miami (defaults)")" 8
+check_le "wakeups per s at --interval-ms 1000" "$(wakes "scx_miami --interval-ms 1000")" 3
+check_le "wakeups per s at --interval-ms 10000 --irq-refresh-ms 60000" \
+	"$(wakes "scx_miami --interval-ms 10000 --irq-refresh-ms 60000")" 3
 finish
