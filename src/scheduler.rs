@@ -61,6 +61,7 @@ const MOVE_ROUNDS: u64 = 3;
 /// and IRQ map events only when it wakes. Otherwise it sleeps until the next agent round, stats
 /// report or look at the IRQ map events (--irq-refresh-ms), whichever comes first (run()).
 const MAX_SLEEP: Duration = Duration::from_secs(1);
+
 /// How long the run loop sleeps at @now: until the earliest of @due (the next agent round,
 /// stats report, look at the IRQ map events, injected error), at least 1 ms, at most MAX_SLEEP.
 pub fn loop_sleep(now: Instant, due: impl IntoIterator<Item = Instant>) -> Duration {

@@ -461,6 +461,12 @@ for pid in sys.argv[1:]:
 	[[ $sc != web ]] || "${CLI_EXEC[@]}" cat /tmp/ab-peer.csv >/tmp/ab.csv 2>/dev/null || true
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
+	# The iperf3 servers are daemons (-D), not children: wait until they are gone (10 s at most),
+	# so that the next run's servers find their ports free. Once, a server of the next run wrote
+	# no pid file in time (micro-irqb-16 under scx_bpfland), and the whole bench stopped at run 33
+	# of 70. lighttpd is a child: reaped first, or its zombie would answer kill -0.
+	[[ -z $web ]] || wait "$web" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do kill -0 "${srv[@]}" 2>/dev/null || break; sleep 0.1; done
 	stop "$s"
 	BENCH_SCHED_LOG=$SCHED_LOG \
 	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" >>"$out" <<'PY'
