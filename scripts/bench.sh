@@ -54,6 +54,9 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${out:-$top/.cache/bench/$stamp}
 mkdir -p "$out"
 t0=$SECONDS
+# A guest (or the host run) that failed: what it measured is still rendered, and the exit
+# status says it failed. guest.sh records a failed run and goes on to the next one.
+rc=0
 if [[ -n $host ]]; then
 	die() { echo "bench: $*" >&2; exit 2; }
 	[[ $(id -u) == 0 ]] || die "--host: run as root"
@@ -63,7 +66,7 @@ if [[ -n $host ]]; then
 		die "--host: set MIAMI_BENCH_NICS=A,B (this host's NICs), MIAMI_BENCH_PEER (e.g. 'ssh root@peer') and MIAMI_BENCH_PEER_ADDRS=A,B (the peer's address on each link); docs/benchmarks.md"
 	kernel=host
 	VM_TOP=$top VM_OUT=$out MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/bench/guest.sh $quick "${only[@]}" |
-		tee "$out/console.log"
+		tee "$out/console.log" || rc=$?
 else
 	: >"$out/bench.jsonl"
 	for nics in "${boots[@]}"; do
@@ -72,9 +75,11 @@ else
 		else
 			topo=() sel=("${only2[@]}") log=console.log
 		fi
+		rm -f "$top/.cache/vm-out/$kernel/bench.jsonl"
 		MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" "${topo[@]}" \
-			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}"
-		cat "$top/.cache/vm-out/$kernel/bench.jsonl" >>"$out/bench.jsonl"
+			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}" ||
+			{ rc=$?; echo "bench: the $nics-NIC guest exited $rc; its log: $out/$log" >&2; }
+		cat "$top/.cache/vm-out/$kernel/bench.jsonl" >>"$out/bench.jsonl" 2>/dev/null || true
 	done
 fi
 python3 - "$out" "$kernel" "$quick" "$((SECONDS - t0))" "$BPFLAND_VERSION" "${only[@]}" <<'PY'
@@ -99,3 +104,5 @@ json.dump(meta, open(f"{out}/run.json", "w"), indent=1)
 PY
 python3 tests/vm/bench/render.py "$out"
 echo "bench: $out/results.md ($((SECONDS - t0)) s)"
+((rc == 0)) || echo "bench: not every run completed (exit $rc): see the failed rows in results.md and the console logs in $out" >&2
+exit "$rc"

@@ -68,6 +68,9 @@
 # (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the time of those calls, in us per
 # call by outcome (dispatch_us: --test-time-dispatch, two clock reads more per call, so its
 # BPF cost figures are not comparable with runs without).
+# A run that fails is recorded ({"scenario", "scheduler", "failed": its last error lines}), what
+# it left running is ended (after_failure()), and the next run goes on; the exit status is 1 if
+# any failed. MIAMI_BENCH_FAIL=SCENARIO:SCHEDULER fails that run once its flows are up (t_bench).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 T_NAME=bench
@@ -196,6 +199,7 @@ start() {
 	miami) sched_start ${MIAMI_BENCH_TIME_DISPATCH:+--test-time-dispatch} ;;
 	eevdf-pin) SCHED_PID= ;;
 	esac
+	echo "${SCHED_PID:-}" >/tmp/bench-sched.pid # for after_failure(): run() runs in a subshell
 }
 # eevdf-pin: pin measured task i (srv order) to the CPU it ran on most under scx_miami in this
 # scenario (/tmp/pin-SC.txt, one CPU per line, written after scx_miami's run).
@@ -297,6 +301,19 @@ sched_waits() {
 # The scheduler process's own CPU time so far, in s.
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
 
+# Until none of PIDs runs, 10 s at most (status 1 then). The iperf3 servers are daemons (-D),
+# not children that `wait` could reap.
+wait_gone() {
+	local i p left
+	for ((i = 0; i < 100; i++)); do
+		left=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && left=1; done
+		((left)) || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Run scenario $1 under scheduler $2; append its JSON object.
 run() {
 	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 n irq srv=() cl=() irqof=() i
@@ -365,6 +382,8 @@ run() {
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	((n)) && wait_streaming "${srv[@]}"
+	# The failure of a run half-way, for t_bench: the scheduler and the flows are up.
+	[[ ${MIAMI_BENCH_FAIL:-} != "$sc:$s" ]] || { echo "guest.sh: MIAMI_BENCH_FAIL=$sc:$s: failing this run" >&2; return 1; }
 	[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "${srv[@]}"
 	# IRQ CPU per pair, for the softirq share: the pinned one, or where the kernel put it
 	# (all, irqb) now that traffic flows.
@@ -466,7 +485,7 @@ for pid in sys.argv[1:]:
 	# no pid file in time (micro-irqb-16 under scx_bpfland), and the whole bench stopped at run 33
 	# of 70. lighttpd is a child: reaped first, or its zombie would answer kill -0.
 	[[ -z $web ]] || wait "$web" 2>/dev/null || true
-	for ((i = 0; i < 100; i++)); do kill -0 "${srv[@]}" 2>/dev/null || break; sleep 0.1; done
+	wait_gone "${srv[@]}" || true
 	stop "$s"
 	BENCH_SCHED_LOG=$SCHED_LOG \
 	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" >>"$out" <<'PY'
@@ -611,14 +630,64 @@ PY
 	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/wait[01].txt
 }
 
-total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS
+# After a run that failed half-way (run() in a subshell, below): end what it may have left
+# running, so that the next run starts as every run does. Only this harness's own processes: on a
+# real host, other iperf3 runs are not ours to end (the servers by their pid files, the clients
+# and the rest by their command lines), and irqbalance is ours because host_net() refuses to
+# start while one runs.
+after_failure() {
+	local f pid srv=()
+	pid=$(cat /tmp/bench-sched.pid 2>/dev/null || true)
+	if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+		SCHED_PID=$pid
+		sched_stop >/dev/null || true
+	fi
+	for f in /tmp/iperf-s-*.pid; do [[ -s $f ]] && srv+=("$(tr -d '\0' <"$f")"); done
+	((${#srv[@]} == 0)) || kill "${srv[@]}" 2>/dev/null || true
+	pkill -f 'iperf3 -c' 2>/dev/null || true
+	"${CLI_EXEC[@]}" pkill -f 'iperf3 -c|iperf3 -s -1' 2>/dev/null || true
+	pkill -f "$PROBE|$PACER send|lighttpd -D -f /tmp/lighttpd.conf" 2>/dev/null || true
+	pkill -f 'ab -q -t [0-9]+ -n 10000000' 2>/dev/null || true
+	"${CLI_EXEC[@]}" pkill -f 'ab -q -t [0-9]+ -n 10000000' 2>/dev/null || true
+	pkill -x 'netperf|stress-ng|irqbalance' 2>/dev/null || true
+	wait_gone "${srv[@]}" || true
+	rfs off
+}
+
+# Each run in a subshell with set -e of its own, so that one that fails (a server that did not
+# start, a scheduler that did not attach) is recorded and the bench goes on: a full run takes
+# most of an hour, and one failure at run 33 of 70 used to lose everything. The exit status says
+# a run failed; bench.jsonl has a "failed" object for it (render.py shows it and --check fails).
+total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS failed=()
 for sc in "${scenarios[@]}"; do
 	for s in "${scheds[@]}"; do
 		i=$((i + 1))
 		el=$((SECONDS - start_t))
 		eta=$((i > 1 ? el * (total - i + 1) / (i - 1) : 0))
 		log "run $i of $total: $sc under $s (elapsed ${el}s, about ${eta}s left)"
-		run "$sc" "$s"
+		rm -f /tmp/bench-sched.pid
+		set +e
+		(
+			set -e
+			run "$sc" "$s"
+		) 2>/tmp/bench-run.err
+		rc=$?
+		set -e
+		cat /tmp/bench-run.err >&2
+		((rc)) || continue
+		failed+=("$sc under $s")
+		[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" # no eevdf-pin from an earlier run's pins
+		log "run $i of $total failed (exit $rc): $sc under $s; $(tail -n 3 /tmp/bench-run.err | tr '\n' ' ')"
+		after_failure
+		python3 -c 'import json, sys
+print(json.dumps({"scenario": sys.argv[1], "scheduler": sys.argv[2],
+                  "failed": "exit %s: %s" % (sys.argv[3], " ".join(open(sys.argv[4]).read().split()[-60:]))}))' \
+			"$sc" "$s" "$rc" /tmp/bench-run.err >>"$out"
 	done
 done
 log "done: $total runs in $((SECONDS - start_t)) s, $out"
+if ((${#failed[@]})); then
+	printf -v el '%s; ' "${failed[@]}"
+	log "${#failed[@]} of $total runs failed: ${el%; }"
+	exit 1
+fi

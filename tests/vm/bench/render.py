@@ -7,8 +7,10 @@ papers' bar charts are what it draws plainly).
 
 Usage: render.py DIR [--check [--want S,...]]
   --check  also assert the sanity of a --quick run (make test): every scheduler present in
-           every scenario, no zero throughput or request rate, placement shares summing to 1,
-           a run-queue wait share in [0, 1) for the measured tasks.
+           every scenario, no run failed, no zero throughput or request rate, placement shares
+           summing to 1, a run-queue wait share in [0, 1) for the measured tasks.
+A run that failed (a "failed" object, tests/vm/bench/guest.sh) shows as such in its scenario's
+table, with no figures and no plot.
   --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
 """
 import json
@@ -71,6 +73,10 @@ def main():
         md += [f"## {sc}", "", "| scheduler | " + " | ".join(c[1] for c in cols) + " | vs EEVDF |",
                "| --- |" + " --- |" * (len(cols) + 1)]
         for s, r in rs.items():
+            if "failed" in r:  # guest.sh recorded a run that failed half-way, and went on
+                why = r["failed"].replace("|", "/")
+                md.append(f"| {s} | " + " | ".join("-" for _ in cols) + f" | failed ({why[:200]}) |")
+                continue
             cells = []
             for k, _, fmt in cols:
                 v = r.get(k)
@@ -94,6 +100,9 @@ def main():
             if missing:
                 errors.append(f"{sc}: no run of {missing}")
             for s, r in rs.items():
+                if "failed" in r:
+                    errors.append(f"{sc}/{s}: the run failed: {r['failed']}")
+                    continue
                 for k in ("gbps_total", "requests_per_s", "rr_trans_per_s"):
                     if k in r and not r[k]:
                         errors.append(f"{sc}/{s}: {k} is {r[k]}")
@@ -137,6 +146,8 @@ def plot(out, sc, rs, on_host):
     data = f"{out}/{sc}.dat"
     with open(data, "w") as fh:
         for s, r in rs.items():
+            if "failed" in r:
+                continue
             p = r.get("placement") or {}
             fh.write(f"{s} {p.get('core', 0)} {p.get('cache', 0)} {p.get('other', 0)} "
                      f"{r.get(key, 0) or 0}\n")

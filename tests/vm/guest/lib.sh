@@ -245,6 +245,11 @@ iperf_server() {
 	rm -f "$pidf"
 	iperf3 -s -p "$port" ${bind:+-B "$bind"} -D --pidfile "$pidf" "$@"
 	for i in $(seq 50); do [[ -s $pidf ]] && break; sleep 0.1; done
+	# Say why, where the read below would fail under set -e with only tr's "No such file".
+	[[ -s $pidf ]] || {
+		echo "iperf_server: iperf3 -s -p $port${bind:+ -B $bind} wrote no pid file in 5 s; port $port: $(ss -Hltnp "sport = :$port" 2>/dev/null | awk '{ print $NF }' | head -n 1 | grep . || echo "no listener")" >&2
+		return 1
+	}
 	IPERF_SERVER_PID=$(tr -d '\0' <"$pidf")
 	# give it a moment to listen (IPERF_WAIT=0: the caller waits for all at once)
 	[[ ${IPERF_WAIT:-1} == 0 ]] || wait_listening "$port"

@@ -17,6 +17,8 @@
 # also holds what host mode must do: each NIC's receive IRQ found by `scx_miami --list-nics`
 # (the same IRQ lib.sh finds from the virtio vector's name), and the IRQ affinity, RFS and
 # kernel.bpf_stats_enabled as they were before the run (set to odd values here first).
+# Then a run that fails half-way (MIAMI_BENCH_FAIL): recorded as failed, the scheduler detached
+# and its servers gone, and the bench goes on; the second part's three scenarios follow it.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -74,22 +76,31 @@ print("ok" if set(m) == keys and 0 < tot <= 1.1 else f"got {m}")' "$out/bench.js
 
 # The paths of the harness the mix does not take, under scx_miami alone, 5 s windows: the
 # IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases; and
-# dispatch() timed by outcome (MIAMI_BENCH_TIME_DISPATCH).
+# dispatch() timed by outcome (MIAMI_BENCH_TIME_DISPATCH). First, a run that fails half-way
+# (MIAMI_BENCH_FAIL: the scheduler attached, the flows up): it is recorded, what it left running
+# is ended, and the three runs after it, which need the scheduler gone and the same ports, go on.
 out2=/tmp/bench-paths
 mkdir -p "$out2"
-MIAMI_BENCH_TIME_DISPATCH=1 VM_OUT=$out2 "$(dirname "$0")/../bench/guest.sh" --only micro-irqb-8,microtx-2n-8,table3 --scheds miami --secs 5 |
-	tee /tmp/bench-paths.log
-echo '{"command": "t_bench (guest.sh --only micro-irqb-8,microtx-2n-8,table3)"}' >"$out2/run.json"
-if python3 "$(dirname "$0")/../bench/render.py" "$out2" --check --want miami >/tmp/bench-check2.txt 2>&1; then
-	pass "bench irqb, tx, table3: sane"
-else
-	fail "bench irqb, tx, table3: $(grep -c '^FAIL' /tmp/bench-check2.txt) problems"
-fi
+rc=0
+MIAMI_BENCH_FAIL=mix-1:miami MIAMI_BENCH_TIME_DISPATCH=1 VM_OUT=$out2 "$(dirname "$0")/../bench/guest.sh" \
+	--only mix-1,micro-irqb-8,microtx-2n-8,table3 --scheds miami --secs 5 | tee /tmp/bench-paths.log || rc=$?
+check_eq "a failed run: the harness's exit status" "$rc" 1
+check_eq "a failed run: named at the end" "$(grep -c 'bench: 1 of 4 runs failed: mix-1 under miami$' /tmp/bench-paths.log)" 1
+check_eq "a failed run: recorded, with its reason" "$(python3 -c 'import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+print([(x["scenario"], "MIAMI_BENCH_FAIL=mix-1:miami" in x.get("failed", "")) for x in r])' "$out2/bench.jsonl")" \
+	"[('mix-1', True), ('micro-irqb-8', False), ('microtx-2n-8', False), ('table3', False)]"
+check_eq "after the failed run: scheduler detached" "$(sched_state)" disabled
+echo '{"command": "t_bench (guest.sh --only mix-1,micro-irqb-8,microtx-2n-8,table3)"}' >"$out2/run.json"
+python3 "$(dirname "$0")/../bench/render.py" "$out2" --check --want miami >/tmp/bench-check2.txt 2>&1 || true
 grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check2.txt
+check_eq "bench irqb, tx, table3: sane; the failed run the one problem" \
+	"$(grep -c '^FAIL' /tmp/bench-check2.txt) $(grep -c '^FAIL: mix-1/miami: the run failed: exit 1: ' /tmp/bench-check2.txt)" "1 1"
+check_eq "results.md: the failed run's row" "$(grep -c '^| miami | .*| failed (exit 1: ' "$out2/results.md")" 1
 j=$out2/bench.jsonl
 check_eq "irqb: where irqbalance left the IRQs, start -> end" \
 	"$(python3 -c 'import json, re, sys
-r = [json.loads(l) for l in open(sys.argv[1])][0]
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scenario"] == "micro-irqb-8"][0]
 print(bool(re.fullmatch(r"A:[0-9]+ B:[0-9]+ -> A:[0-9]+ B:[0-9]+", r.get("irq_cpus", ""))))' "$j")" True
 # Table III: phase 1 has the A processes only, phase 2 A and B, phase 3 all three, each
 # sending (kbit/s > 0) and placed (its shares summing to 1).
@@ -109,7 +120,7 @@ print(",".join(out))' "$j")" "A,AB,ABC"
 check_eq "dispatch() timed by outcome, against bpf_stats" "$(python3 -c 'import json, sys
 out = []
 for r in (json.loads(l) for l in open(sys.argv[1])):
-    if r["scenario"] == "table3":
+    if r["scenario"] in ("table3", "mix-1"):
         continue
     us = r.get("dispatch_us") or {}
     ns, _ = (r.get("bpf_per_prog") or {}).get("miami_dispatch", (0, 0))
