@@ -58,7 +58,8 @@
 # CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
-# requests/s and p99, round-trip p50/p99 (us), placement of the receivers or server (probe.py,
+# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run
+# and CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s), placement of the receivers or server (probe.py,
 # shares of core/cache/other against their NIC's IRQ CPU), their migrations and run-queue wait
 # (schedstat: the share of their runnable time spent queued), the guest's busy CPU per Gbit/s
 # (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
@@ -282,19 +283,19 @@ irq_cpus_now() {
 pair_of() { echo "${USE[$1 * ${#USE[@]} / $2]}"; }
 # Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
 softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
-# Each thread of processes $2... as "tid run_ns wait_ns" into file $1: schedstat's run time and
-# run-queue wait (time runnable but not running, CONFIG_SCHED_INFO), which every scheduler's
-# tasks have, so the wait compares them where p99 figures exist only for the ping-pongs.
-# Builtins only: it runs beside the hogs in overload.
+# Each thread of processes $2... as "tid run_ns wait_ns runs" into file $1: schedstat's run
+# time, run-queue wait (time runnable but not running, CONFIG_SCHED_INFO) and number of times
+# it ran, which every scheduler's tasks have, so the wait compares them where p99 figures exist
+# only for the ping-pongs. Builtins only: it runs beside the hogs in overload.
 sched_waits() {
-	local out=$1 pid f tid rt qw _
+	local out=$1 pid f tid rt qw n
 	shift
 	: >"$out"
 	for pid in "$@"; do
 		for f in /proc/"$pid"/task/*/schedstat; do
-			read -r rt qw _ 2>/dev/null <"$f" || continue
+			read -r rt qw n 2>/dev/null <"$f" || continue
 			tid=${f%/schedstat} tid=${tid##*/}
-			echo "$tid $rt $qw" >>"$out"
+			echo "$tid $rt $qw $n" >>"$out"
 		done
 	done
 }
@@ -435,7 +436,10 @@ run() {
 	fi
 	if [[ $sc == mix-* ]]; then
 		for ((i = 0; i < ${sc#mix-}; i++)); do
-			netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l "$secs" -- -r 1,1 \
+			# 5 s longer than the window's nominal length: still running at the window's end,
+			# where their schedstat is read (the readings around the window took 2-3 s under
+			# TCG, and with 3 s more one run of mix-4 had no ping-pong left to read).
+			netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((secs + 5)) -- -r 1,1 \
 				-o P50_LATENCY,P99_LATENCY,TRANSACTION_RATE >"/tmp/rr-$i.out" 2>&1 &
 			rr+=($!)
 		done
@@ -447,12 +451,18 @@ run() {
 	cpu0=$(proc_cpu_s); t0=$EPOCHREALTIME; rx0=$(nic_bytes $dir)
 	bpf_cost >/tmp/bpf0.txt
 	sched_waits /tmp/wait0.txt "${srv[@]}"
+	# The ping-pongs' readings right at the window's edges, with their own clock (rr_el).
+	local rt0=$EPOCHREALTIME rr_el
+	sched_waits /tmp/rwait0.txt "${rr[@]}"
 	if [[ $sc == table3 ]]; then
 		table3_run t3 "$IRQ_CPU_A"
 	else
 		: >"$go"
 		wait "$probe" || true
 	fi
+	sched_waits /tmp/rwait1.txt "${rr[@]}"
+	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))
+	rr_el=$((rr_el / 1000000)).$(printf %06d $((rr_el % 1000000)))
 	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "${on[@]}")
 	cpu1=$(proc_cpu_s); rx1=$(nic_bytes $dir)
 	local el=$((${EPOCHREALTIME/./} - ${t0/./}))
@@ -488,9 +498,9 @@ for pid in sys.argv[1:]:
 	wait_gone "${srv[@]}" || true
 	stop "$s"
 	BENCH_SCHED_LOG=$SCHED_LOG \
-	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" >>"$out" <<'PY'
+	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" "$rr_el" >>"$out" <<'PY'
 import glob, json, os, re, sys
-sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus = sys.argv[1:]
+sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus, rr_el = sys.argv[1:]
 n, el = int(n), float(el)
 r = {"scenario": sc, "scheduler": s, "window_s": round(el, 2)}
 if irq_cpus:  # where the kernel or irqbalance put the IRQs: at the window's start -> end
@@ -546,11 +556,11 @@ if sc == "table3":
 # wait), per thread between the two readings (a thread born in the window counts from zero, one
 # that ended in it is left out): the latency a scheduler adds by leaving a runnable task queued.
 def waits(f):
-    return {t: (int(a), int(b)) for t, a, b in (l.split() for l in open(f) if l.strip())}
+    return {t: (int(a), int(b), int(n)) for t, a, b, n in (l.split() for l in open(f) if l.strip())}
 try:
     w0, w1 = waits("/tmp/wait0.txt"), waits("/tmp/wait1.txt")
-    run = sum(a - w0.get(t, (0, 0))[0] for t, (a, _) in w1.items())
-    qw = sum(b - w0.get(t, (0, 0))[1] for t, (_, b) in w1.items())
+    run = sum(a - w0.get(t, (0, 0, 0))[0] for t, (a, _, _) in w1.items())
+    qw = sum(b - w0.get(t, (0, 0, 0))[1] for t, (_, b, _) in w1.items())
     if run + qw > 0:
         r["queued_share"] = round(qw / (run + qw), 4)
         r["queued_ms_per_s"] = round(qw / 1e6 / el, 1)
@@ -567,6 +577,19 @@ if sc.startswith("mix-"):
         r["rr_p50_us"] = round(sum(l[0] for l in lat) / len(lat), 1)
         r["rr_p99_us"] = round(max(l[1] for l in lat), 1)
         r["rr_trans_per_s"] = round(sum(l[2] for l in lat), 1)
+    # The ping-pong clients over the window, from schedstat (threads alive at both readings):
+    # their mean run-queue wait each time they were woken to run, and their CPU time per
+    # second, which on a CPU that takes softirq work also holds what that work's interrupts
+    # took while they ran (no IRQ time accounting in Debian's kernels).
+    try:
+        v0, v1 = waits("/tmp/rwait0.txt"), waits("/tmp/rwait1.txt")
+        d = [tuple(x - y for x, y in zip(v1[t], v0[t])) for t in v1 if t in v0]
+        runs = sum(x[2] for x in d)
+        if runs:
+            r["rr_wait_us"] = round(sum(x[1] for x in d) / 1e3 / runs, 1)
+            r["rr_cpu_ms_per_s"] = round(sum(x[0] for x in d) / 1e6 / float(rr_el), 1)
+    except (OSError, ValueError):
+        pass
 if sc == "web":
     txt = open("/tmp/ab.out").read()
     m = re.search(r"Requests per second:\s+([\d.]+)", txt)
@@ -627,7 +650,7 @@ if s == "miami":
         r["dispatch_us"] = us or None
 print(json.dumps(r))
 PY
-	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/wait[01].txt
+	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/{,r}wait[01].txt
 }
 
 # After a run that failed half-way (run() in a subshell, below): end what it may have left

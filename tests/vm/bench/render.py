@@ -8,7 +8,8 @@ papers' bar charts are what it draws plainly).
 Usage: render.py DIR [--check [--want S,...]]
   --check  also assert the sanity of a --quick run (make test): every scheduler present in
            every scenario, no run failed, no zero throughput or request rate, placement shares
-           summing to 1, a run-queue wait share in [0, 1) for the measured tasks.
+           summing to 1, a run-queue wait share in [0, 1) for the measured tasks, the
+           ping-pongs' wait per run measured (mix).
 A run that failed (a "failed" object, tests/vm/bench/guest.sh) shows as such in its scenario's
 table, with no figures and no plot.
   --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
@@ -28,7 +29,8 @@ COLS = [  # (key, header, format)
     ("gbps_total", "Gbit/s", "{:.3f}"), ("c_kbps", "C kbit/s", "{:.0f}"),
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
-    ("rr_trans_per_s", "RR trans/s", "{:.0f}"),
+    ("rr_trans_per_s", "RR trans/s", "{:.0f}"), ("rr_wait_us", "RR wait us", "{:.0f}"),
+    ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
     ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
@@ -106,6 +108,8 @@ def main():
                 for k in ("gbps_total", "requests_per_s", "rr_trans_per_s"):
                     if k in r and not r[k]:
                         errors.append(f"{sc}/{s}: {k} is {r[k]}")
+                if sc.startswith("mix-") and not r.get("rr_wait_us", 0) > 0:
+                    errors.append(f"{sc}/{s}: ping-pong wait per run {r.get('rr_wait_us')}")
                 q = r.get("queued_share")
                 if sc != "table3" and (q is None or not 0 <= q < 1):
                     errors.append(f"{sc}/{s}: queued share {q}")
