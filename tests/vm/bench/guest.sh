@@ -59,10 +59,10 @@
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
 # requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run
-# and CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s), placement of the receivers or server (probe.py,
-# shares of core/cache/other against their NIC's IRQ CPU), their migrations and run-queue wait
-# (schedstat: the share of their runnable time spent queued), the guest's busy CPU per Gbit/s
-# (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
+# and CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s), placement of the receivers or server
+# (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their migrations and
+# run-queue wait (schedstat: the share of their runnable time spent queued), the guest's busy
+# CPU per Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
 # ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second, and per
 # program its ns per call and calls per second: bpf_per_prog), the scheduler process's own
 # CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by source
@@ -654,26 +654,27 @@ PY
 }
 
 # After a run that failed half-way (run() in a subshell, below): end what it may have left
-# running, so that the next run starts as every run does. Only this harness's own processes: on a
-# real host, other iperf3 runs are not ours to end (the servers by their pid files, the clients
-# and the rest by their command lines), and irqbalance is ours because host_net() refuses to
-# start while one runs.
+# running, so that the next run starts as every run does: the servers by their pid files, the
+# clients and the rest by their command lines, as on a real host other iperf3 runs are not ours
+# to end. irqbalance is ours because host_net() refuses to start while one runs; netperf and
+# stress-ng go by name, as run() ends stress-ng too.
 after_failure() {
-	local f pid srv=()
+	local f pid left=()
 	pid=$(cat /tmp/bench-sched.pid 2>/dev/null || true)
 	if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
 		SCHED_PID=$pid
 		sched_stop >/dev/null || true
 	fi
-	for f in /tmp/iperf-s-*.pid; do [[ -s $f ]] && srv+=("$(tr -d '\0' <"$f")"); done
-	((${#srv[@]} == 0)) || kill "${srv[@]}" 2>/dev/null || true
-	pkill -f 'iperf3 -c' 2>/dev/null || true
-	"${CLI_EXEC[@]}" pkill -f 'iperf3 -c|iperf3 -s -1' 2>/dev/null || true
-	pkill -f "$PROBE|$PACER send|lighttpd -D -f /tmp/lighttpd.conf" 2>/dev/null || true
-	pkill -f 'ab -q -t [0-9]+ -n 10000000' 2>/dev/null || true
-	"${CLI_EXEC[@]}" pkill -f 'ab -q -t [0-9]+ -n 10000000' 2>/dev/null || true
-	pkill -x 'netperf|stress-ng|irqbalance' 2>/dev/null || true
-	wait_gone "${srv[@]}" || true
+	for f in /tmp/iperf-s-*.pid; do [[ -s $f ]] && left+=("$(tr -d '\0' <"$f")"); done
+	mapfile -t -O "${#left[@]}" left < <(
+		pgrep -f "iperf3 -c|$PROBE|$PACER send|lighttpd -D -f /tmp/lighttpd.conf|ab -q -t [0-9]+ -n 10000000"
+		pgrep -x 'netperf|stress-ng|irqbalance'
+	)
+	((${#left[@]} == 0)) || kill "${left[@]}" 2>/dev/null || true
+	"${CLI_EXEC[@]}" pkill -f 'iperf3 -c|iperf3 -s -1|ab -q -t [0-9]+ -n 10000000' 2>/dev/null || true
+	# Gone before the next run starts: its servers bind the same ports, its probe writes the
+	# same /tmp/probe.json (10 s at most).
+	wait_gone "${left[@]}" || true
 	rfs off
 }
 

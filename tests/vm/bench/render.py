@@ -10,9 +10,9 @@ Usage: render.py DIR [--check [--want S,...]]
            every scenario, no run failed, no zero throughput or request rate, placement shares
            summing to 1, a run-queue wait share in [0, 1) for the measured tasks, the
            ping-pongs' wait per run measured (mix).
+  --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
 A run that failed (a "failed" object, tests/vm/bench/guest.sh) shows as such in its scenario's
 table, with no figures and no plot.
-  --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
 """
 import json
 import os
@@ -115,7 +115,8 @@ def main():
                     errors.append(f"{sc}/{s}: queued share {q}")
                 p = r.get("placement")
                 if not p or abs(sum(p.values()) - 1) > 0.01:
-                    errors.append(f"{sc}/{s}: placement shares {p}")
+                    errors.append(f"{sc}/{s}: placement shares {p}"
+                                  + (f"; the probe said: {r['probe_said'][-300:]}" if r.get("probe_said") else ""))
     open(f"{out}/results.md", "w").write("\n".join(md) + "\n")
     print("\n".join(md))
     if check:
