@@ -436,10 +436,11 @@ run() {
 	fi
 	if [[ $sc == mix-* ]]; then
 		for ((i = 0; i < ${sc#mix-}; i++)); do
-			# 5 s longer than the window's nominal length: still running at the window's end,
-			# where their schedstat is read (the readings around the window took 2-3 s under
-			# TCG, and with 3 s more one run of mix-4 had no ping-pong left to read).
-			netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((secs + 5)) -- -r 1,1 \
+			# Twice the window's length and 5 s more: still running at the window's end, where
+			# their schedstat is read, on a machine twice as slow too (the readings before the
+			# window took 2-3 s under TCG here, and with 3 s to spare one run of mix-4 had no
+			# ping-pong left to read).
+			netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((2 * secs + 5)) -- -r 1,1 \
 				-o P50_LATENCY,P99_LATENCY,TRANSACTION_RATE >"/tmp/rr-$i.out" 2>&1 &
 			rr+=($!)
 		done
@@ -490,8 +491,8 @@ for pid in sys.argv[1:]:
 	[[ $sc != web ]] || "${CLI_EXEC[@]}" cat /tmp/ab-peer.csv >/tmp/ab.csv 2>/dev/null || true
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
-	# The iperf3 servers are daemons (-D), not children: wait until they are gone (10 s at most),
-	# so that the next run's servers find their ports free. Once, a server of the next run wrote
+	# Wait until the iperf3 servers are gone, so that the next run's servers find their ports
+	# free. Once, a server of the next run wrote
 	# no pid file in time (micro-irqb-16 under scx_bpfland), and the whole bench stopped at run 33
 	# of 70. lighttpd is a child: reaped first, or its zombie would answer kill -0.
 	[[ -z $web ]] || wait "$web" 2>/dev/null || true
