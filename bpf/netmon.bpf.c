@@ -36,6 +36,15 @@
  * namespace, so each socket also records its namespace's inode number, which user space
  * matches against its own and /run/netns to name the interface.
  *
+ * With --nic (nic_only), traffic on the other interfaces pulls nowhere either: a connection
+ * whose segments arrive on an interface that is not one of the chosen NICs (rx_where
+ * MIAMI_RX_UNKNOWN: another NIC of ours, or any interface of another namespace) names its
+ * softirq CPU only if that CPU is an IRQ CPU of the chosen NICs (cpu_ctx.is_irq), which is
+ * where a container's traffic, arriving on one of them and bridged to a veth, is processed.
+ * Otherwise its task is placed normally: an operator who names eth0 does not have the tasks
+ * of a management NIC pulled to that NIC's CPU, and in the test guest the client namespace's
+ * load generators (the paper's separate client machines) are not packed onto their NIC's LLC.
+ *
  * The same probe checks that CPU against the receiving NIC's IRQ CPUs (the `nic_cpus` map, the
  * loader's per-NIC sets) and counts rx_irq_cpu or rx_off_irq: how much protocol work the NIC
  * IRQ map really describes. Off means RPS/RFS steering, threaded NAPI, or a segment queued on
@@ -166,6 +175,8 @@ const volatile u64 intens_win_ns = 100000000;
 
 /* Loopback's ifindex, the same in every network namespace. */
 #define LOOPBACK_IFINDEX	1
+/* --nic was given: only the chosen NICs' traffic pulls a task (section 2). Set before load. */
+const volatile bool nic_only;
 /* Most votes the IRQ CPU vote holds: a CPU that takes over the calls wins within as many. */
 #define VOTE_MAX		8
 
@@ -456,6 +467,14 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
 		publish_task(taskc, now, changed);
 }
 
+/* Does a NIC input IRQ of ours target @cpu (agent.bpf.c keeps cpu_ctx.is_irq)? */
+static __always_inline bool cpu_is_irq(s32 cpu)
+{
+	struct cpu_ctx *cpuc = cpu >= 0 ? try_lookup_cpu_ctx(cpu) : NULL;
+
+	return cpuc && cpuc->is_irq;
+}
+
 /*
  * A tick of @sockc (section 6): the @calls calls counted since the last, the last one now.
  * A subprogram of its own, not inlined: a tick comes once in about 130 calls of a bulk flow
@@ -480,7 +499,10 @@ static __noinline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 ca
 	if (!sockc->ifindex)
 		sockc->ifindex = sk->sk_rx_dst_ifindex;
 	rate_note_shared(&sockc->rate, now, calls);
-	irq_cpu = sockc->ifindex == LOOPBACK_IFINDEX ? MIAMI_NO_CPU : sk->__sk_common.skc_incoming_cpu;
+	irq_cpu = sk->__sk_common.skc_incoming_cpu;
+	if (sockc->ifindex == LOOPBACK_IFINDEX ||
+	    (nic_only && sockc->rx_where == MIAMI_RX_UNKNOWN && !cpu_is_irq(irq_cpu)))
+		irq_cpu = MIAMI_NO_CPU;
 	if (sockc->irq_cpu != irq_cpu)
 		sockc->irq_cpu = irq_cpu;
 

@@ -103,6 +103,10 @@ pub struct Opts {
 
     /// Only treat these interfaces' IRQ CPUs as IRQ CPUs (comma-separated, e.g. eth0,eth1).
     ///
+    /// Only their traffic then pulls a task: a connection on another interface pulls its task
+    /// only toward a CPU that one of these NICs' IRQs target (a container's veth traffic
+    /// arriving on them is processed there), else the task is placed like any other.
+    ///
     /// Default: every interface that has a device with IRQs (lo, veth, bridges are skipped),
     /// including interfaces moved into other network namespaces: their IRQs land on our CPUs
     /// too. Those go by their device's name (virtio10, 0000:3b:00.1), as the start-up log

@@ -249,6 +249,7 @@ impl<'a> Scheduler<'a> {
         rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;
         rodata.time_dispatch = cfg.time_dispatch;
+        rodata.nic_only = !cfg.nics.is_empty();
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();

@@ -5,7 +5,8 @@
 # goes enabled -> disabled cleanly; it finds the pinned IRQ CPUs; the TCP probes fire; a second
 # instance is refused with a clear message; bad options exit 2 before touching the kernel.
 # Without --nic it also counts the client NICs, which sit in network namespace cli: their
-# receive IRQs (CPUs 7 and 3) make 1,3,5,7 the IRQ CPUs.
+# receive IRQs (CPUs 7 and 3) make 1,3,5,7 the IRQ CPUs, and a sender in cli gets its NIC's
+# IRQ CPU, 7, in the task table (with --nic the server NICs', it gets none: t_observe).
 # The IRQ map follows events on every kernel (--irq-refresh-ms 100, so a period-driven map
 # would be re-read about 10 times a second): the start-up log says so; with no IRQ or interface
 # event for 3 s the re-read count (nr_irq_refreshes) grows by at most 1 (none is due; 1 for a
@@ -129,6 +130,17 @@ for c in "$(dev_of "$IRQ_A_CLI") .*CPUs 7\$" "$(dev_of "$IRQ_B_CLI") .*CPUs 3\$"
 	grep -q "NIC $c" <(grep "in another network namespace" "$SCHED_LOG") &&
 		pass "logged: NIC $c" || fail "no 'NIC $c' line; log: $(grep '^.*NIC ' "$SCHED_LOG")"
 done
+iperf_server 5209 "$ADDR_A_SRV"
+iperf_client_bg /tmp/cl.out cli "$ADDR_A_SRV" 5209 5
+sleep 0.5
+cl=$(pgrep -f "iperf3 -c $ADDR_A_SRV -p 5209" | head -n 1 || true)
+rm -f /tmp/mon-all.jsonl
+timeout -s TERM 4 python3 "$LIB_DIR/monlog.py" "$bin" 1 /tmp/mon-all.jsonl || true
+kill "$IPERF_CLIENT_PID" "$IPERF_SERVER_PID" 2>/dev/null || true
+check_eq "without --nic: a sender in cli has its NIC's IRQ CPU in the task table" \
+	"$(python3 -c 'import json, sys
+print(",".join(sorted({str(r[6]) for l in open(sys.argv[1]) for r in json.loads(l)["rows"]
+                       if str(r[1]) == sys.argv[2]})) or "none")' /tmp/mon-all.jsonl "${cl:-0}" 2>&1)" 7
 if sched_stop; then pass "stopped"; else fail "sched_stop"; fi
 
 snap=$(ls -t "$VM_TOP"/target/release/deps/snapshot-* 2>/dev/null | grep -v '\.d$' | head -n1 || true)
