@@ -346,6 +346,20 @@ static __always_inline bool rep_live(const struct task_ctx *taskc, u64 now)
 }
 
 /*
+ * Name @sockc's interface as @taskc's NIC (the stats' task table): a connection with an IRQ
+ * CPU, or, while the task has none, any but loopback, so that a task talking only over a NIC
+ * outside --nic (section 2) shows which one.
+ */
+static __always_inline void name_nic(struct task_ctx *taskc, const struct sock_ctx *sockc)
+{
+	if (sockc->irq_cpu < 0 &&
+	    (taskc->irq_cpu >= 0 || !sockc->ifindex || sockc->ifindex == LOOPBACK_IFINDEX))
+		return;
+	taskc->ifindex = sockc->ifindex;
+	taskc->netns = sockc->netns;
+}
+
+/*
  * Make @sockc's connection @taskc's representative if it should be (section 3). A connection
  * that would take over from a representative the task still has must keep winning, at every
  * tick of any challenger, for one window (chal_since_ns): the host stops a TCG guest's vCPUs
@@ -379,11 +393,9 @@ static __always_inline void update_rep(struct task_ctx *taskc, struct sock_ctx *
 	taskc->rep_last_ns = now;
 	if (intens)
 		taskc->rep_intens = intens;
-	if (sockc->irq_cpu >= 0) {
+	if (sockc->irq_cpu >= 0)
 		taskc->rep_irq = sockc->irq_cpu;
-		taskc->ifindex = sockc->ifindex;
-		taskc->netns = sockc->netns;
-	}
+	name_nic(taskc, sockc);
 }
 
 /*
@@ -455,11 +467,9 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
 	taskc->last_comm_ns = now;
 	rate_note(&taskc->all, now, calls);
 	vote_irq(taskc, sockc->irq_cpu, calls);
-	if (sockc->irq_cpu >= 0 && !taskc->rep_cookie) {
-		/* Without a representative, the last connection with an IRQ CPU names the NIC. */
-		taskc->ifindex = sockc->ifindex;
-		taskc->netns = sockc->netns;
-	}
+	/* Without a representative, the last connection with an IRQ CPU names the NIC. */
+	if (!taskc->rep_cookie)
+		name_nic(taskc, sockc);
 	if (!closing)
 		update_rep(taskc, sockc, now);
 	changed = update_view(taskc, now);

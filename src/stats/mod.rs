@@ -583,7 +583,8 @@ pub static TASK_FIELDS: &[FieldDesc] = &[
         Str,
         "name",
         None,
-        "interface of that IRQ CPU's connection (-: unknown; ifN@NS: index N in namespace NS)"
+        "interface of that IRQ CPU's connection, or with no IRQ CPU (a NIC outside --nic) of \
+         its last connection but loopback (-: unknown; ifN@NS: index N in namespace NS)"
     ),
     field!(
         "age_ms",

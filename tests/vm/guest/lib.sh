@@ -305,10 +305,12 @@ sched_start() {
 	[[ $(sched_state) == disabled ]] || { echo "sched_start: sched_ext state is $(sched_state)" >&2; return 1; }
 	# The client NICs (ns cli) stand for the paper's separate client machines. scx_miami
 	# counts the IRQs of interfaces in other namespaces too, so unless a test passes --nic
-	# itself or sets SCHED_ALL_NICS=1, it is told to use the server NICs only.
-	local args=("$@")
-	if [[ -n ${NIC_A:-} && ${SCHED_ALL_NICS:-0} != 1 && " $* " != *" --nic"* ]]; then
-		args+=(--nic "$NIC_A,$NIC_B")
+	# itself or sets SCHED_ALL_NICS=1, it is told to use the server NICs only: all of them
+	# (four in a --nics 4 guest), since only the chosen NICs' traffic pulls a task.
+	local args=("$@") nics=() n v
+	for n in A B C D; do v=NIC_$n; [[ -z ${!v:-} ]] || nics+=("${!v}"); done
+	if ((${#nics[@]})) && [[ ${SCHED_ALL_NICS:-0} != 1 && " $* " != *" --nic"* ]]; then
+		args+=(--nic "$(IFS=,; echo "${nics[*]}")")
 	fi
 	# Background jobs of a non-interactive shell start with SIGINT ignored: undo that.
 	local t0=$EPOCHREALTIME

@@ -131,16 +131,24 @@ for c in "$(dev_of "$IRQ_A_CLI") .*CPUs 7\$" "$(dev_of "$IRQ_B_CLI") .*CPUs 3\$"
 		pass "logged: NIC $c" || fail "no 'NIC $c' line; log: $(grep '^.*NIC ' "$SCHED_LOG")"
 done
 iperf_server 5209 "$ADDR_A_SRV"
-iperf_client_bg /tmp/cl.out cli "$ADDR_A_SRV" 5209 5
-sleep 0.5
-cl=$(pgrep -f "iperf3 -c $ADDR_A_SRV -p 5209" | head -n 1 || true)
+iperf_client_bg /tmp/cl.out cli "$ADDR_A_SRV" 5209 10
+cl=
+for i in $(seq 50); do
+	cl=$(pgrep -f "iperf3 -c $ADDR_A_SRV -p 5209" | head -n 1 || true)
+	[[ -z $cl ]] || break
+	sleep 0.1
+done
 rm -f /tmp/mon-all.jsonl
-timeout -s TERM 4 python3 "$LIB_DIR/monlog.py" "$bin" 1 /tmp/mon-all.jsonl || true
+timeout -s TERM 5 python3 "$LIB_DIR/monlog.py" "$bin" 1 /tmp/mon-all.jsonl || true
 kill "$IPERF_CLIENT_PID" "$IPERF_SERVER_PID" 2>/dev/null || true
-check_eq "without --nic: a sender in cli has its NIC's IRQ CPU in the task table" \
-	"$(python3 -c 'import json, sys
-print(",".join(sorted({str(r[6]) for l in open(sys.argv[1]) for r in json.loads(l)["rows"]
-                       if str(r[1]) == sys.argv[2]})) or "none")' /tmp/mon-all.jsonl "${cl:-0}" 2>&1)" 7
+python3 -c 'import json, sys
+rows = [r for l in open(sys.argv[1]) for r in json.loads(l)["rows"]]
+print(",".join(sorted({str(r[6]) for r in rows if str(r[1]) == sys.argv[2]})) or "none",
+      "rows:", " ".join(sorted({f"{r[1]}/{r[2]}/irq{r[6]}" for r in rows})) or "none")' \
+	/tmp/mon-all.jsonl "${cl:-0}" >/tmp/cli-irq.txt 2>&1 || true
+check_eq "without --nic: a sender in cli (pid ${cl:-not found}) has its NIC's IRQ CPU in the task table" \
+	"$(cut -d' ' -f1 /tmp/cli-irq.txt)" 7
+log "task table rows without --nic: $(cut -d' ' -f2- /tmp/cli-irq.txt)"
 if sched_stop; then pass "stopped"; else fail "sched_stop"; fi
 
 snap=$(ls -t "$VM_TOP"/target/release/deps/snapshot-* 2>/dev/null | grep -v '\.d$' | head -n1 || true)
