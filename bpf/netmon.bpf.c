@@ -467,7 +467,7 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
 	taskc->last_comm_ns = now;
 	rate_note(&taskc->all, now, calls);
 	vote_irq(taskc, sockc->irq_cpu, calls);
-	/* Without a representative, the last connection with an IRQ CPU names the NIC. */
+	/* Without a representative, the last connection names the NIC (as name_nic() allows). */
 	if (!taskc->rep_cookie)
 		name_nic(taskc, sockc);
 	if (!closing)
