@@ -298,13 +298,6 @@ static bool kick_idle_non_irq(const struct task_struct *p)
 	return true;
 }
 
-static bool is_irq_cpu(s32 cpu)
-{
-	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
-
-	return cpuc && cpuc->is_irq;
-}
-
 /* May a thread of a network process whose IRQ CPU is @irq_cpu queue on @cpu: its LLC, no IRQ? */
 static bool proc_cpu_ok(const struct task_struct *p, s32 cpu, s32 irq_cpu)
 {

@@ -244,6 +244,14 @@ static __always_inline struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 	return bpf_map_lookup_elem(&cpu_ctx_stor, &key);
 }
 
+/* Does a NIC input IRQ target @cpu (user space sets cpu_ctx.is_irq: agent.bpf.c)? */
+static __always_inline bool is_irq_cpu(s32 cpu)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+
+	return cpuc && cpuc->is_irq;
+}
+
 static __always_inline struct task_ctx *try_lookup_task_ctx(const struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctx_stor, (struct task_struct *)p, 0, 0);

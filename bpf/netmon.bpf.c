@@ -477,14 +477,6 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
 		publish_task(taskc, now, changed);
 }
 
-/* Does a NIC input IRQ of ours target @cpu (agent.bpf.c keeps cpu_ctx.is_irq)? */
-static __always_inline bool cpu_is_irq(s32 cpu)
-{
-	struct cpu_ctx *cpuc = cpu >= 0 ? try_lookup_cpu_ctx(cpu) : NULL;
-
-	return cpuc && cpuc->is_irq;
-}
-
 /*
  * A tick of @sockc (section 6): the @calls calls counted since the last, the last one now.
  * A subprogram of its own, not inlined: a tick comes once in about 130 calls of a bulk flow
@@ -511,7 +503,7 @@ static __noinline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 ca
 	rate_note_shared(&sockc->rate, now, calls);
 	irq_cpu = sk->__sk_common.skc_incoming_cpu;
 	if (sockc->ifindex == LOOPBACK_IFINDEX ||
-	    (nic_only && sockc->rx_where == MIAMI_RX_UNKNOWN && !cpu_is_irq(irq_cpu)))
+	    (nic_only && sockc->rx_where == MIAMI_RX_UNKNOWN && !is_irq_cpu(irq_cpu)))
 		irq_cpu = MIAMI_NO_CPU;
 	if (sockc->irq_cpu != irq_cpu)
 		sockc->irq_cpu = irq_cpu;

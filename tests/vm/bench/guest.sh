@@ -492,9 +492,9 @@ for pid in sys.argv[1:]:
 	[[ -n $web ]] && kill "$web"
 	kill "${srv[@]}" 2>/dev/null || true
 	# Wait until the iperf3 servers are gone, so that the next run's servers find their ports
-	# free. Once, a server of the next run wrote
-	# no pid file in time (micro-irqb-16 under scx_bpfland), and the whole bench stopped at run 33
-	# of 70. lighttpd is a child: reaped first, or its zombie would answer kill -0.
+	# free. Once, a server of the next run wrote no pid file in time (micro-irqb-16 under
+	# scx_bpfland), and the whole bench stopped at run 33 of 70. lighttpd is a child: reaped
+	# first, or its zombie would answer kill -0.
 	[[ -z $web ]] || wait "$web" 2>/dev/null || true
 	wait_gone "${srv[@]}" || true
 	stop "$s"
