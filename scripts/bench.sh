@@ -7,7 +7,9 @@
 # four LLCs of two CPUs and four NIC pairs, then a table and plots:
 #   .cache/bench/<stamp>/bench.jsonl    one JSON object per (scenario, scheduler)
 #   .cache/bench/<stamp>/run.json       kernel, topology, versions, command, date
-#   .cache/bench/<stamp>/results.md     the tables, ratios against EEVDF
+#   .cache/bench/<stamp>/results.md     a summary of scx_miami against EEVDF, eevdf-pin and
+#                                       scx_bpfland with the goals each scenario meets, then
+#                                       one table per scenario, ratios against EEVDF
 #   .cache/bench/<stamp>/<scenario>.png one plot per scenario (gnuplot)
 #   scripts/bench.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--kernel NAME] [--out DIR]
 #   scripts/bench.sh --host [--quick] [--only ...] [--scheds ...] [--out DIR]

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Render a bench run (scripts/bench.sh): DIR/bench.jsonl and DIR/run.json into DIR/results.md
-(one table per scenario, every scheduler, ratios against EEVDF in the same run) and one PNG per
-scenario with gnuplot (Debian's gnuplot-nox: no Python plotting stack to install, and the
-papers' bar charts are what it draws plainly).
+(a summary of scx_miami against EEVDF, eevdf-pin and scx_bpfland with how many scenarios meet
+each goal of GOALS, then one table per scenario, every scheduler, ratios against EEVDF in the
+same run) and one PNG per scenario with gnuplot (Debian's gnuplot-nox: no Python plotting
+stack to install, and the papers' bar charts are what it draws plainly).
 
 Usage: render.py DIR [--check [--want S,...]]
   --check  also assert the sanity of a --quick run (make test): every scheduler present in
@@ -67,6 +68,7 @@ def main():
             md.append(f"- {k}: {meta[k]}")
     on_host = meta.get("kernel") == "host"  # scripts/bench.sh --host: real NICs and caches
     md += ["", f"> {HOST_CAVEAT if on_host else CAVEAT}", ""]
+    md += summary(rows, scen)
     errors = []
     for sc in scen:
         rs = {r["scheduler"]: r for r in rows if r["scenario"] == sc}
@@ -127,6 +129,83 @@ def main():
         print("bench check:", "ok" if not errors else f"{len(errors)} problems")
         return 1 if errors else 0
     return 0
+
+
+# The issue's goals that a run can be held to (issue 14 §5): scx_miami's throughput at least
+# 0.95x EEVDF's, its struct_ops programs at most 1.2x scx_bpfland's ns per call, its loader at
+# most 2x scx_bpfland's CPU.
+GOALS = (("vs EEVDF", 0.95, ">="), ("struct_ops", 1.2, "<="), ("loader", 2.0, "<="))
+
+
+def summary(rows, scen):
+    """The headline table: scx_miami against EEVDF, eevdf-pin and scx_bpfland per scenario, and
+    how many scenarios meet each goal of GOALS. Empty without an scx_miami run."""
+    by = {(r["scenario"], r["scheduler"]): r for r in rows if "failed" not in r}
+    if not any(s == "miami" for _, s in by):
+        return []
+
+    def ratio(a, b, key):
+        x, y = (a or {}).get(key), (b or {}).get(key)
+        return x / y if x and y else None
+
+    def main_key(r):  # the scenario's main figure: Gbit/s, table3's C kbit/s, web's requests/s
+        return next((k for k in RATIO[:3] if (r or {}).get(k)), None)
+
+    def share(r):
+        return None if not r else r["core"] + r["cache"]
+
+    def pct(v):
+        return "-" if v is None else f"{v:.1%}"
+
+    def x(v):
+        return "-" if v is None else f"{v:.2f}x"
+
+    md = ["## Summary: scx_miami against EEVDF and scx_bpfland", "",
+          "core+cache: the measured tasks' runtime on their NIC's IRQ CPU or in its LLC. vs "
+          "EEVDF, vs eevdf-pin: the scenario's main figure (Gbit/s; table3: C's kbit/s; web: "
+          "requests/s). Ping-pongs: transactions/s and p99 round trip against EEVDF's (mix), or "
+          "the responses' p99 (web). struct_ops: ns per call; loader: CPU-s per s of the "
+          "loader's threads; both against scx_bpfland's.", "",
+          "| scenario | core+cache: scx_miami / EEVDF / scx_bpfland | vs EEVDF | vs eevdf-pin "
+          "| scx_bpfland vs EEVDF | ping-pongs: trans/s, p99 vs EEVDF | struct_ops ns per call, "
+          "scx_miami / scx_bpfland | loader CPU-s/s, scx_miami / scx_bpfland |",
+          "| --- |" + " --- |" * 7]
+    met = {g: [0, 0] for g, _, _ in GOALS}
+    for sc in scen:
+        m, e, b, pin = (by.get((sc, s)) for s in ("miami", "eevdf", "bpfland", "eevdf-pin"))
+        if not m:
+            continue
+        k = main_key(m)
+        vs = {"vs EEVDF": ratio(m, e, k), "struct_ops": ratio(m, b, "bpf_ns_per_op"),
+              "loader": ratio(m, b, "sched_cpu_s_per_s")}
+        for g, bound, op in GOALS:
+            if vs[g] is not None:
+                met[g][1] += 1
+                met[g][0] += vs[g] >= bound if op == ">=" else vs[g] <= bound
+        if "rr_trans_per_s" in m:
+            pp = f"{x(ratio(m, e, 'rr_trans_per_s'))}, {x(ratio(m, e, 'rr_p99_us'))}"
+        elif "p99_ms" in m:
+            pp = f"-, {x(ratio(m, e, 'p99_ms'))}"
+        else:
+            pp = "-"
+
+        def pair(key, fmt):
+            a, c = (m.get(key), (b or {}).get(key))
+            if a is None:
+                return "-"
+            return fmt.format(a) + (f" / {fmt.format(c)} = {x(a / c)}" if c else "")
+
+        md.append(f"| {sc} | {pct(share(m))} / {pct(share(e))} / {pct(share(b))} "
+                  f"| {x(vs['vs EEVDF'])} | {x(ratio(m, pin, k))} | {x(ratio(b, e, k))} | {pp} "
+                  f"| {pair('bpf_ns_per_op', '{:,.0f}')} | {pair('sched_cpu_s_per_s', '{:.4f}')} |")
+    md.append("")
+    for g, bound, op in GOALS:
+        n, of = met[g]
+        what = {"vs EEVDF": f"scx_miami's main figure at least {bound}x EEVDF's",
+                "struct_ops": f"struct_ops ns per call at most {bound}x scx_bpfland's",
+                "loader": f"loader CPU at most {bound}x scx_bpfland's"}[g]
+        md.append(f"- {what}: {n} of {of} scenarios.")
+    return md + [""]
 
 
 def phases(rs):

@@ -21,8 +21,10 @@
 #    refreshed the task, none had a rate, so it kept IRQ CPU 1 and was never released.
 # 2. A relay reading a connection on NIC A and writing a connection on NIC B at one rate (200
 #    packets a second from pacer, a rate the guest keeps steady: at 1000 it could not, and the
-#    relay read in bursts): two equally intensive connections with IRQ CPUs in different LLCs. Over 6 s, at most 5 representative changes (rep_changes) and at most 5 migrations a
-#    second of the relay (/proc/PID/sched se.nr_migrations), EEVDF's figure printed beside.
+#    relay read in bursts): two equally intensive connections with IRQ CPUs in different LLCs.
+#    Over a window of at least 6 s, at most 5 representative changes (rep_changes) and at most
+#    5 migrations a second of the relay (/proc/PID/sched se.nr_migrations), EEVDF's figure
+#    printed beside.
 #    Before this issue the newer of two equal connections always won: hundreds of changes.
 #    In the same window net_migrations (item 10: every migration of a network task, whatever
 #    caused it) is held against the kernel's count for the network tasks (the relay, its feeder,
@@ -31,6 +33,9 @@
 #    another before it ran (two); net_migrations counts a task running on another CPU than the
 #    last time it ran, for every network task, over monitor reports of 0.25 s (18 against 30,
 #    12 against 6 in two runs). The code before this issue had no such counter (0 against 156).
+#    Those bounds are only as strong as the migrations a run happens to have (a passing run had
+#    0), so the feeder is also moved by taskset between CPUs 2 and 6, 8 times 0.25 s apart,
+#    during the window: net_migrations must count at least one per move.
 # 3. A local pair over loopback (iperf3 on 127.0.0.1): no IRQ CPU in any of its rows (-1). The
 #    "softirq CPU" of a loopback socket is the peer's own CPU; before this issue each end was
 #    pulled toward the other's CPU as if it took the interrupts.
@@ -81,6 +86,8 @@ sleep 0.5
 # network_migrations" over 6 s, the network tasks being the relay, its feeder and the sink's
 # child that reads the relay's output. The feeder runs until killed: EOF ends the relay.
 relay_run() {
+	local ts
+	ts=$(up)
 	"$SHAPES" relay 7010 "$ADDR_B_CLI" 7011 >"/tmp/$1-relay.out" &
 	local r=$! f i t0 t1 m0 m1 n0 n1 net
 	for ((i = 0; i < 50; i++)); do ss -ltn "sport = :7010" | grep -q LISTEN && break; sleep 0.1; done
@@ -89,13 +96,26 @@ relay_run() {
 	sleep 4
 	net="$r $f $(pgrep -P "$sink" | tail -n 1)"
 	read -r t0 m0 n0 < <(mig_sample $net)
-	sleep 6
+	# Eight forced moves of the feeder, to CPU 2 and CPU 6 in turn, 0.25 s apart: each one makes
+	# it run on another CPU than the last time at least once (it sends every 5 ms), so
+	# net_migrations must count at least that many however few migrations the schedulers make
+	# of their own (a passing run once had 0 of them, which left item 10's bounds empty). The
+	# window ends at least 1.5 s after the last move, so that its report is inside, and lasts
+	# at least 6 s.
+	local moves=0 cpu=2
+	for ((i = 0; i < 8; i++)); do
+		sleep 0.25
+		taskset -a -p -c "$cpu" "$f" >/dev/null && moves=$((moves + 1))
+		cpu=$((8 - cpu))
+	done
+	sleep 1.5
+	while [[ $(awk -v t0="$t0" '{ print ($1 < t0 + 6) }' /proc/uptime) == 1 ]]; do sleep 0.1; done
 	read -r t1 m1 n1 < <(mig_sample $net)
 	n0=$((m0 + n0)) n1=$((m1 + n1))
 	kill "$f" 2>/dev/null || true
 	wait "$f" "$r" || true
-	echo "$t0 $t1 $((m1 - m0)) $((n1 - n0))" >"/tmp/$1-relay"
-	log "$1 relay: $(tail -n1 "/tmp/$1-relay.out"); migrations from $t0 to $t1: relay $((m1 - m0)), network tasks ($net) $((n1 - n0))"
+	echo "$t0 $t1 $((m1 - m0)) $((n1 - n0)) $moves" >"/tmp/$1-relay"
+	log "$1 relay (started at $ts): $(tail -n1 "/tmp/$1-relay.out"); migrations from $t0 to $t1: relay $((m1 - m0)), network tasks ($net) $((n1 - n0)), of which $moves forced moves of the feeder"
 }
 
 # 1 (bulk, then short requests), once per scheduler: $1 = label. /tmp/$1-bt: "tid bulk_end".
@@ -163,7 +183,7 @@ for s in between(end, end + 12):
 print("bulk_delay_ms", delay if delay is not None else "never")
 
 # 2: relay
-t0, t1, rmig, nmig = open("/tmp/miami-relay").read().split()
+t0, t1, rmig, nmig, _ = open("/tmp/miami-relay").read().split()
 w = between(float(t0), float(t1))
 print("rep_changes", sum(s["c"].get("rep_changes", 0) for s in w))
 print("net_migrations", sum(s["c"].get("net_migrations", 0) for s in w), "kernel", nmig)
@@ -203,20 +223,22 @@ print("duplex_rate", round(rate), "rows", len(vals), "compared", len(ratios),
 PY
 cat /tmp/verdict.txt
 v() { awk -v k="$1" '$1 == k { print $'"${2:-2}"' }' /tmp/verdict.txt; }
-read -r _ _ ev_rmig _ </tmp/eevdf-relay
-read -r _ _ mi_rmig mi_nmig </tmp/miami-relay
+read -r ev_t0 ev_t1 ev_rmig _ </tmp/eevdf-relay
+read -r mi_t0 mi_t1 mi_rmig mi_nmig mi_moves </tmp/miami-relay
 cc='round(100 * (d["total"]["tiers"]["core"] + d["total"]["tiers"]["cache"]), 1)'
 
 check_eq "1: IRQ CPU of the bulk sender before its end" "$(v bulk_irq_before)" 1
 check_le "1: delay until it no longer follows IRQ CPU 1 (ms)" "$(v bulk_delay_ms)" 1550
 check_ge "1: its runs in CPU 5's LLC, requests over NIC B % (EEVDF $(jget /tmp/eevdf-bt.json "$cc")%)" \
 	"$(jget /tmp/miami-bt.json "$cc")" 80
-check_le "2: representative changes in 6 s" "$(v rep_changes)" 5
-check_le "2: relay migrations per second (EEVDF $(python3 -c "print(round($ev_rmig / 6, 1))"))" \
-	"$(python3 -c "print(round($mi_rmig / 6, 1))")" 5
+check_le "2: representative changes in $(python3 -c "print(round($mi_t1 - $mi_t0, 1))") s" "$(v rep_changes)" 5
+check_le "2: relay migrations per second (EEVDF $(python3 -c "print(round($ev_rmig / ($ev_t1 - $ev_t0), 1))"))" \
+	"$(python3 -c "print(round($mi_rmig / ($mi_t1 - $mi_t0), 1))")" 5
 check_ge "10: net_migrations against the kernel's $mi_nmig" "$(v net_migrations)" \
 	"$(python3 -c "print(int($mi_nmig / 3) - 5)")"
 check_le "10: net_migrations against the kernel's $mi_nmig" "$(v net_migrations)" "$((2 * mi_nmig + 10))"
+check_ge "10: forced moves of the feeder" "$mi_moves" 8
+check_ge "10: net_migrations against the $mi_moves forced moves" "$(v net_migrations)" "$mi_moves"
 check_ge "3: loopback pair rows" "$(v loopback_rows)" 1
 check_eq "3: loopback pair IRQ CPUs" "$(awk '$1 == "loopback_rows" { $1 = $2 = $3 = ""; print }' /tmp/verdict.txt | xargs)" "[-1]"
 check_ge "4: shared socket rows compared with the calls timed before them" "$(v duplex_rate 6)" 5
