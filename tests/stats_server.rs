@@ -327,6 +327,36 @@ fn server_answers_rejects_garbage_and_survives() {
 }
 
 #[test]
+fn monitor_of_a_stopping_scheduler_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stats");
+    let server = launch_server(&path).unwrap();
+    let stop = serve(&server, snapshot(1));
+    let p = path.clone();
+    let mon = std::thread::spawn(move || {
+        monitor(
+            &p,
+            Duration::from_millis(50),
+            OutputFormat::Openmetrics,
+            &AtomicBool::new(false),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // The scheduler's exit: its run loop ends (and with it the channels' far ends), then the
+    // server goes, while the client is still connected.
+    stop.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(100));
+    drop(server);
+    let err = mon
+        .join()
+        .unwrap()
+        .expect_err("the monitor ends with an error");
+    let text = format!("{err:#}");
+    assert!(text.contains(STOPPING), "{text}");
+    assert!(!text.contains("disconnected channel"), "{text}");
+}
+
+#[test]
 fn monitor_without_a_server_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("stats");

@@ -17,7 +17,7 @@ pub use openmetrics::{base_unit, format_openmetrics};
 pub use sample::{AgentState, CpuRow, Sample, Sampler, Snapshot};
 pub use server::{
     launch_server, metas, monitor, not_ours, read_sample, server_data, DEFAULT_SOCKET, META_CPU,
-    META_TASK, META_TOP,
+    META_TASK, META_TOP, STOPPING,
 };
 
 pub struct StatDesc {

@@ -98,6 +98,9 @@ pub fn metas() -> Vec<StatsMeta> {
     ]
 }
 
+/// What a stats request gets once the scheduler's run loop no longer answers (server_data()).
+pub const STOPPING: &str = "scx_miami is stopping: its run loop no longer answers";
+
 /// Server data: the metadata and the "top" target. A reader asks the run loop for a
 /// `Snapshot` over the server's channels (request `()`), and turns it into its own deltas.
 pub fn server_data() -> StatsServerData<(), Snapshot> {
@@ -110,8 +113,11 @@ pub fn server_data() -> StatsServerData<(), Snapshot> {
             open: Box::new(|_| {
                 let mut sampler = Sampler::default();
                 Ok(Box::new(move |_args, (req, res)| {
-                    req.send(())?;
-                    let snap = res.recv()?;
+                    // Closed channels mean the run loop is gone: the scheduler is stopping.
+                    // Said so, instead of crossbeam's "receiving on an empty and disconnected
+                    // channel", which is what a --monitor client printed then.
+                    req.send(()).map_err(|_| anyhow!(STOPPING))?;
+                    let snap = res.recv().map_err(|_| anyhow!(STOPPING))?;
                     Ok(sampler.sample(&snap).to_json())
                 }))
             }),
