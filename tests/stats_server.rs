@@ -234,6 +234,22 @@ fn serve(
     stop
 }
 
+/// `--monitor` against @path in a thread, every 50 ms, until @shutdown is set or it fails.
+fn spawn_monitor(
+    path: &Path,
+    shutdown: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<anyhow::Result<()>> {
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        monitor(
+            &p,
+            Duration::from_millis(50),
+            OutputFormat::Openmetrics,
+            &shutdown,
+        )
+    })
+}
+
 fn roundtrip(
     conn: &mut UnixStream,
     reader: &mut BufReader<UnixStream>,
@@ -308,16 +324,7 @@ fn server_answers_rejects_garbage_and_survives() {
 
     // --monitor against it, stopped by its shutdown flag.
     let shutdown = Arc::new(AtomicBool::new(false));
-    let flag = shutdown.clone();
-    let p = path.clone();
-    let mon = std::thread::spawn(move || {
-        monitor(
-            &p,
-            Duration::from_millis(50),
-            OutputFormat::Openmetrics,
-            &flag,
-        )
-    });
+    let mon = spawn_monitor(&path, shutdown.clone());
     std::thread::sleep(Duration::from_millis(300));
     shutdown.store(true, Ordering::Relaxed);
     mon.join().unwrap().unwrap();
@@ -332,15 +339,7 @@ fn monitor_of_a_stopping_scheduler_says_so() {
     let path = dir.path().join("stats");
     let server = launch_server(&path).unwrap();
     let stop = serve(&server, snapshot(1));
-    let p = path.clone();
-    let mon = std::thread::spawn(move || {
-        monitor(
-            &p,
-            Duration::from_millis(50),
-            OutputFormat::Openmetrics,
-            &AtomicBool::new(false),
-        )
-    });
+    let mon = spawn_monitor(&path, Arc::new(AtomicBool::new(false)));
     std::thread::sleep(Duration::from_millis(300));
     // The scheduler's exit: its run loop ends (and with it the channels' far ends), then the
     // server goes, while the client is still connected.
