@@ -379,8 +379,16 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		 * wait behind it: a bulk sender that waited there lost a third of its core tier to
 		 * siblings that took it after two slices (t_table3: 75% core against 94-99% with
 		 * the kick). The softirq work resumes after the task's slice.
+		 *
+		 * Not when @p's own slice ended on @cpu: ops.stopping() has just cleared cur_net,
+		 * and the kick would preempt whatever @cpu picks next, which is the pinned work
+		 * of its local DSQ. A class-high task that never sleeps on its IRQ CPU then starved
+		 * that CPU's kworkers (11 s runnable in 20 s), and every fork and exec on the
+		 * machine waited for them (20 shell spawns took 346 s; t_shapes' relay shape
+		 * without --nic).
 		 */
-		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net) {
+		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net &&
+		    ((enq_flags & SCX_ENQ_WAKEUP) || scx_bpf_task_cpu(p) != cpu)) {
 			kick = SCX_KICK_PREEMPT;
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
 		}
