@@ -6,8 +6,8 @@
 # scheduler) appended to $VM_OUT/bench.jsonl. Schedulers: eevdf, eevdf-rfs (RFS on:
 # rps_sock_flow_entries 32768, rps_flow_cnt 4096 per receive queue), scx_bpfland (when
 # MIAMI_BPFLAND names its binary), scx_miami (default flags), eevdf-pin: EEVDF with each
-# measured task pinned (taskset) to the CPU where it ran most under scx_miami in the run just
-# before, which tells the emulator's share of a throughput loss from our own (issue 14 §5):
+# measured task, and in mix each ping-pong client, pinned (taskset) to the CPU where it ran most
+# under scx_miami in the run just before, which tells the emulator's share of a throughput loss from our own (issue 14 §5):
 # under TCG, tasks packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the
 # loader and cross-CPU kicks cost only under scx_miami. Not in table3, whose processes start
 # and stop inside the run.
@@ -59,7 +59,8 @@
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
 # requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run
-# and CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s), placement of the receivers or server
+# and CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s) and where they ran (rr_placement: their
+# CPU sampled every 0.1 s, against NIC A's IRQ CPU, which carries their traffic), placement of the receivers or server
 # (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their migrations and
 # run-queue wait (schedstat: the share of their runnable time spent queued), the guest's busy
 # CPU per Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
@@ -203,7 +204,8 @@ start() {
 	echo "${SCHED_PID:-}" >/tmp/bench-sched.pid # for after_failure(): run() runs in a subshell
 }
 # eevdf-pin: pin measured task i (srv order) to the CPU it ran on most under scx_miami in this
-# scenario (/tmp/pin-SC.txt, one CPU per line, written after scx_miami's run).
+# scenario (/tmp/pin-SC.txt, one CPU per line, written after scx_miami's run). The ping-pong
+# clients of mix get theirs from /tmp/pin-rr-SC.txt (rr_pin()).
 pin_like_miami() { # scenario, PIDs
 	local sc=$1 i=0 cpu p
 	shift
@@ -211,6 +213,35 @@ pin_like_miami() { # scenario, PIDs
 		i=$((i + 1))
 		cpu=$(sed -n "${i}p" "/tmp/pin-$sc.txt")
 		[[ -n $cpu ]] && taskset -a -p -c "$cpu" "$p" >/dev/null
+	done
+}
+# The taskset prefix for ping-pong client $2 (from 0) of scenario $1 under eevdf-pin: the CPU it
+# ran on most under scx_miami. Under scx_miami netperf, class high beside a bulk receiver,
+# stays on NIC A's IRQ CPU (87-97% of the samples in mix-1, docs/results/bench.md), where EEVDF
+# spreads it over the LLC: pinned there, EEVDF shows what that placement costs a ping-pong by
+# itself, apart from how scx_miami runs it.
+rr_pin() {
+	local cpu
+	[[ $s == eevdf-pin && -s /tmp/pin-rr-$1.txt ]] || return 0
+	cpu=$(sed -n "$(($2 + 1))p" "/tmp/pin-rr-$1.txt")
+	[[ -z $cpu ]] || echo "taskset -c $cpu"
+}
+# Until killed: every 0.1 s, "i cpu" into file $1 for each of PIDs $2... (i from 1): the CPU each
+# last ran on (stat's field 39). Builtins only, and a read that times out on a FIFO nobody
+# writes as its sleep: no fork per sample.
+cpu_sampler() {
+	local out=$1 fifo=/tmp/bench-sampler.fifo i p f
+	shift
+	: >"$out"
+	rm -f "$fifo"; mkfifo "$fifo"
+	exec 9<>"$fifo"
+	while :; do
+		i=0
+		for p in "$@"; do
+			i=$((i + 1))
+			read -r -a f <"/proc/$p/stat" 2>/dev/null && echo "$i ${f[38]}" >>"$out"
+		done
+		read -r -t 0.1 -u 9 _ || true
 	done
 }
 stop() { [[ -n ${SCHED_PID:-} ]] && { sched_stop >/dev/null || fail "$1: stop"; }; rfs off; }
@@ -440,7 +471,7 @@ run() {
 			# their schedstat is read, on a machine twice as slow too (the readings before the
 			# window took 2-3 s under TCG here, and with 3 s to spare one run of mix-4 had no
 			# ping-pong left to read).
-			netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((2 * secs + 5)) -- -r 1,1 \
+			$(rr_pin "$sc" "$i") netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((2 * secs + 5)) -- -r 1,1 \
 				-o P50_LATENCY,P99_LATENCY,TRANSACTION_RATE >"/tmp/rr-$i.out" 2>&1 &
 			rr+=($!)
 		done
@@ -453,8 +484,12 @@ run() {
 	bpf_cost >/tmp/bpf0.txt
 	sched_waits /tmp/wait0.txt "${srv[@]}"
 	# The ping-pongs' readings right at the window's edges, with their own clock (rr_el).
-	local rt0=$EPOCHREALTIME rr_el
+	local rt0=$EPOCHREALTIME rr_el sampler=
 	sched_waits /tmp/rwait0.txt "${rr[@]}"
+	if ((${#rr[@]})); then
+		cpu_sampler /tmp/rr-cpus.txt "${rr[@]}" & sampler=$!
+		echo "$sampler" >/tmp/bench-sampler.pid # for after_failure()
+	fi
 	if [[ $sc == table3 ]]; then
 		table3_run t3 "$IRQ_CPU_A"
 	else
@@ -462,6 +497,7 @@ run() {
 		wait "$probe" || true
 	fi
 	sched_waits /tmp/rwait1.txt "${rr[@]}"
+	[[ -z $sampler ]] || { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
 	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))
 	rr_el=$((rr_el / 1000000)).$(printf %06d $((rr_el % 1000000)))
 	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "${on[@]}")
@@ -478,6 +514,9 @@ p = json.load(open("/tmp/probe.json"))["pids"]
 for pid in sys.argv[1:]:
     c = p.get(pid, {}).get("cpu") or {}
     print(max(c, key=c.get) if c else "")' "${srv[@]}" >"/tmp/pin-$sc.txt" 2>/dev/null || rm -f "/tmp/pin-$sc.txt"
+		# The ping-pong clients' most sampled CPU each, one per line in rr order.
+		[[ ! -s /tmp/rr-cpus.txt ]] || awk '{ n[$1 " " $2]++ } END { for (k in n) print k, n[k] }' /tmp/rr-cpus.txt |
+			sort -k1,1n -k3,3nr | awk '!seen[$1]++ { print $2 }' >"/tmp/pin-rr-$sc.txt"
 	fi
 	[[ -z $irq_cpus ]] || irq_cpus="$irq_cpus -> $(irq_cpus_now)"
 	[[ -z $IRQB_PID ]] || { kill "$IRQB_PID"; wait "$IRQB_PID" 2>/dev/null || true; }
@@ -498,7 +537,7 @@ for pid in sys.argv[1:]:
 	[[ -z $web ]] || wait "$web" 2>/dev/null || true
 	wait_gone "${srv[@]}" || true
 	stop "$s"
-	BENCH_SCHED_LOG=$SCHED_LOG \
+	BENCH_SCHED_LOG=$SCHED_LOG BENCH_RR_IRQ_CPU=$IRQ_CPU_A \
 	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" "$rr_el" >>"$out" <<'PY'
 import glob, json, os, re, sys
 sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus, rr_el = sys.argv[1:]
@@ -591,6 +630,28 @@ if sc.startswith("mix-"):
             r["rr_cpu_ms_per_s"] = round(sum(x[0] for x in d) / 1e6 / float(rr_el), 1)
     except (OSError, ValueError):
         pass
+    # Where they ran (cpu_sampler): shares of the samples on NIC A's IRQ CPU (core), elsewhere
+    # in its LLC (cache), and on other CPUs. The LLC from sysfs, as llc_cpu() reads it.
+    try:
+        cpus = [int(l.split()[1]) for l in open("/tmp/rr-cpus.txt") if len(l.split()) == 2]
+        irq = int(os.environ["BENCH_RR_IRQ_CPU"])
+        def expand(lst):
+            out = set()
+            for part in lst.strip().split(","):
+                a, _, b = part.partition("-")
+                out.update(range(int(a), int(b or a) + 1))
+            return out
+        try:
+            llc = expand(open(f"/sys/devices/system/cpu/cpu{irq}/cache/index3/shared_cpu_list").read())
+        except OSError:  # no L3 reported: one LLC
+            llc = set(range(os.cpu_count()))
+        if cpus:
+            core = sum(c == irq for c in cpus) / len(cpus)
+            cache = sum(c != irq and c in llc for c in cpus) / len(cpus)
+            r["rr_placement"] = {"core": round(core, 4), "cache": round(cache, 4),
+                                 "other": round(1 - core - cache, 4)}
+    except (OSError, ValueError, KeyError):
+        pass
 if sc == "web":
     txt = open("/tmp/ab.out").read()
     m = re.search(r"Requests per second:\s+([\d.]+)", txt)
@@ -651,7 +712,7 @@ if s == "miami":
         r["dispatch_us"] = us or None
 print(json.dumps(r))
 PY
-	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/{,r}wait[01].txt
+	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/rr-cpus.txt /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/{,r}wait[01].txt
 }
 
 # After a run that failed half-way (run() in a subshell, below): end what it may have left
@@ -671,6 +732,8 @@ after_failure() {
 		pgrep -f "iperf3 -c|$PROBE|$PACER send|lighttpd -D -f /tmp/lighttpd.conf|ab -q -t [0-9]+ -n 10000000"
 		pgrep -x 'netperf|stress-ng|irqbalance'
 	)
+	pid=$(cat /tmp/bench-sampler.pid 2>/dev/null || true)
+	[[ -z $pid ]] || left+=("$pid")
 	((${#left[@]} == 0)) || kill "${left[@]}" 2>/dev/null || true
 	"${CLI_EXEC[@]}" pkill -f 'iperf3 -c|iperf3 -s -1|ab -q -t [0-9]+ -n 10000000' 2>/dev/null || true
 	# Gone before the next run starts: its servers bind the same ports, its probe writes the
@@ -690,7 +753,7 @@ for sc in "${scenarios[@]}"; do
 		el=$((SECONDS - start_t))
 		eta=$((i > 1 ? el * (total - i + 1) / (i - 1) : 0))
 		log "run $i of $total: $sc under $s (elapsed ${el}s, about ${eta}s left)"
-		rm -f /tmp/bench-sched.pid
+		rm -f /tmp/bench-sched.pid /tmp/bench-sampler.pid
 		set +e
 		(
 			set -e
@@ -701,7 +764,7 @@ for sc in "${scenarios[@]}"; do
 		cat /tmp/bench-run.err >&2
 		((rc)) || continue
 		failed+=("$sc under $s")
-		[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" # no eevdf-pin from an earlier run's pins
+		[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" "/tmp/pin-rr-$sc.txt" # no eevdf-pin from an earlier run's pins
 		log "run $i of $total failed (exit $rc): $sc under $s; $(tail -n 3 /tmp/bench-run.err | tr '\n' ' ')"
 		after_failure
 		python3 -c 'import json, sys

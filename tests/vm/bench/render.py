@@ -10,7 +10,7 @@ Usage: render.py DIR [--check [--want S,...]]
   --check  also assert the sanity of a --quick run (make test): every scheduler present in
            every scenario, no run failed, no zero throughput or request rate, placement shares
            summing to 1, a run-queue wait share in [0, 1) for the measured tasks, the
-           ping-pongs' wait per run measured (mix).
+           ping-pongs' wait per run measured and their placement shares summing to 1 (mix).
   --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
 A run that failed (a "failed" object, tests/vm/bench/guest.sh) shows as such in its scenario's
 table, with no figures and no plot.
@@ -31,7 +31,7 @@ COLS = [  # (key, header, format)
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"), ("rr_wait_us", "RR wait us", "{:.0f}"),
-    ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"),
+    ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_core", "RR on IRQ CPU", "{:.1%}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
     ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
@@ -49,6 +49,8 @@ def flat(r):
     d = dict(r)
     for k, v in (r.get("placement") or {}).items():
         d[k] = v
+    if r.get("rr_placement"):
+        d["rr_core"] = r["rr_placement"]["core"]
     return d
 
 
@@ -112,6 +114,8 @@ def main():
                         errors.append(f"{sc}/{s}: {k} is {r[k]}")
                 if sc.startswith("mix-") and not r.get("rr_wait_us", 0) > 0:
                     errors.append(f"{sc}/{s}: ping-pong wait per run {r.get('rr_wait_us')}")
+                if sc.startswith("mix-") and abs(sum((r.get("rr_placement") or {}).values()) - 1) > 0.01:
+                    errors.append(f"{sc}/{s}: ping-pong placement {r.get('rr_placement')}")
                 q = r.get("queued_share")
                 if sc != "table3" and (q is None or not 0 <= q < 1):
                     errors.append(f"{sc}/{s}: queued share {q}")
@@ -164,12 +168,14 @@ def summary(rows, scen):
           "core+cache: the measured tasks' runtime on their NIC's IRQ CPU or in its LLC. vs "
           "EEVDF, vs eevdf-pin: the scenario's main figure (Gbit/s; table3: C's kbit/s; web: "
           "requests/s). Ping-pongs: transactions/s and p99 round trip against EEVDF's (mix), or "
-          "the responses' p99 (web). struct_ops: ns per call; loader: CPU-s per s of the "
+          "the responses' p99 (web); against eevdf-pin, which pins them where scx_miami ran them "
+          "most (mix), transactions/s and run-queue wait per run. struct_ops: ns per call; loader: CPU-s per s of the "
           "loader's threads; both against scx_bpfland's.", "",
           "| scenario | core+cache: scx_miami / EEVDF / scx_bpfland | vs EEVDF | vs eevdf-pin "
-          "| scx_bpfland vs EEVDF | ping-pongs: trans/s, p99 vs EEVDF | struct_ops ns per call, "
-          "scx_miami / scx_bpfland | loader CPU-s/s, scx_miami / scx_bpfland |",
-          "| --- |" + " --- |" * 7]
+          "| scx_bpfland vs EEVDF | ping-pongs: trans/s, p99 vs EEVDF | ping-pongs: trans/s, wait "
+          "vs eevdf-pin | struct_ops ns per call, scx_miami / scx_bpfland | loader CPU-s/s, "
+          "scx_miami / scx_bpfland |",
+          "| --- |" + " --- |" * 8]
     met = {g: [0, 0] for g, _, _ in GOALS}
     for sc in scen:
         m, e, b, pin = (by.get((sc, s)) for s in ("miami", "eevdf", "bpfland", "eevdf-pin"))
@@ -182,12 +188,14 @@ def summary(rows, scen):
             if vs[g] is not None:
                 met[g][1] += 1
                 met[g][0] += vs[g] >= bound if op == ">=" else vs[g] <= bound
+        pp = pin_pp = "-"
         if "rr_trans_per_s" in m:
             pp = f"{x(ratio(m, e, 'rr_trans_per_s'))}, {x(ratio(m, e, 'rr_p99_us'))}"
+            # Only from a run whose eevdf-pin pinned the ping-pongs too (rr_placement since then).
+            if (pin or {}).get("rr_placement"):
+                pin_pp = f"{x(ratio(m, pin, 'rr_trans_per_s'))}, {x(ratio(m, pin, 'rr_wait_us'))}"
         elif "p99_ms" in m:
             pp = f"-, {x(ratio(m, e, 'p99_ms'))}"
-        else:
-            pp = "-"
 
         def pair(key, fmt):
             a, c = (m.get(key), (b or {}).get(key))
@@ -196,7 +204,7 @@ def summary(rows, scen):
             return fmt.format(a) + (f" / {fmt.format(c)} = {x(a / c)}" if c else "")
 
         md.append(f"| {sc} | {pct(share(m))} / {pct(share(e))} / {pct(share(b))} "
-                  f"| {x(vs['vs EEVDF'])} | {x(ratio(m, pin, k))} | {x(ratio(b, e, k))} | {pp} "
+                  f"| {x(vs['vs EEVDF'])} | {x(ratio(m, pin, k))} | {x(ratio(b, e, k))} | {pp} | {pin_pp} "
                   f"| {pair('bpf_ns_per_op', '{:,.0f}')} | {pair('sched_cpu_s_per_s', '{:.4f}')} |")
     md.append("")
     for g, bound, op in GOALS:

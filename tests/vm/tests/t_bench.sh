@@ -3,7 +3,7 @@
 #
 # Issue #14: `make bench --quick` in the suite's own boot. The harness (tests/vm/bench/guest.sh
 # --quick: the bulk+ping-pong mix, under EEVDF, EEVDF+RFS, scx_miami and EEVDF with the
-# receivers pinned where scx_miami ran them; 352 s in CI with the micro-benchmark too) must
+# receivers and the ping-pong pinned where scx_miami ran them; 352 s in CI with the micro-benchmark too) must
 # work end to end and its numbers must be sane
 # (tests/vm/bench/render.py --check): every scheduler present in every scenario, no zero
 # throughput, request or transaction rate, placement shares summing to 1. It asserts no
@@ -63,6 +63,16 @@ for cpu, irq in zip(pins, (1, 5)):
 r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scheduler"] == "eevdf-pin"][0]
 got = r["placement"]
 print("ok" if all(abs(got[k] - want[k]) <= 0.1 for k in want) else f"pins {pins}: want {want}, got {got}")' "$out/bench.jsonl")" ok
+# eevdf-pin pins the ping-pong client too, to the CPU where it ran most under scx_miami
+# (/tmp/pin-rr-mix-1.txt), which its run must then read as the one tier of that CPU against NIC
+# A's IRQ CPU (1): every sample of a pinned task is on its CPU, so the share is 1, less at most
+# 0.05 for a sample taken before the pin (taskset pins before netperf starts, so none should be).
+check_eq "eevdf-pin: the ping-pong where scx_miami ran it most" "$(python3 -c 'import json, sys
+pin = int(open("/tmp/pin-rr-mix-1.txt").readline())
+tier = "core" if pin == 1 else "cache" if pin // 4 == 0 else "other"
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scheduler"] == "eevdf-pin"][0]
+got = r.get("rr_placement") or {}
+print("ok" if got.get(tier, 0) >= 0.95 else f"pin {pin} ({tier}): got {got}")' "$out/bench.jsonl")" ok
 # scx_miami's dispatch_moves: its own counters of dispatch() calls that moved a task, over the
 # calls bpf_stats counted. Every source reported, and the moves a share of the calls: above 0
 # (the mix moves tasks) and at most 1, plus 0.1 for the moves of the teardown that the exit
