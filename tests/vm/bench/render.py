@@ -31,7 +31,8 @@ COLS = [  # (key, header, format)
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"), ("rr_wait_us", "RR wait us", "{:.0f}"),
-    ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_core", "RR on IRQ CPU", "{:.1%}"),
+    ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_cpu_us_per_trans", "RR CPU us/trans", "{:.0f}"),
+    ("rr_core", "RR on IRQ CPU", "{:.1%}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
     ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
@@ -51,6 +52,10 @@ def flat(r):
         d[k] = v
     if r.get("rr_placement"):
         d["rr_core"] = r["rr_placement"]["core"]
+    # The ping-pong clients' CPU per transaction: what each round trip costs on their CPU, the
+    # scheduler's callbacks and the probes that run in their context included.
+    if r.get("rr_cpu_ms_per_s") and r.get("rr_trans_per_s"):
+        d["rr_cpu_us_per_trans"] = r["rr_cpu_ms_per_s"] * 1e3 / r["rr_trans_per_s"]
     return d
 
 
