@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make bench` (scripts/bench.sh boots the default guest and runs this): the
-# papers' experiments, each under every scheduler in one boot, one JSON object per (scenario,
-# scheduler) appended to $VM_OUT/bench.jsonl. Schedulers: eevdf, eevdf-rfs (RFS on:
-# rps_sock_flow_entries 32768, rps_flow_cnt 4096 per receive queue), scx_bpfland (when
-# MIAMI_BPFLAND names its binary), scx_miami (default flags), eevdf-pin: EEVDF with each
-# measured task, and in mix each ping-pong client, pinned (taskset) to the CPU where it ran most
-# under scx_miami in the run just before, which tells the emulator's share of a throughput loss from our own (issue 14 §5):
-# under TCG, tasks packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the
-# loader and cross-CPU kicks cost only under scx_miami. Not in table3, whose processes start
-# and stop inside the run.
+# Guest side of `make bench` (scripts/bench.sh boots the default guest and runs this): the papers'
+# experiments, each under every scheduler in one boot, one JSON object per (scenario, scheduler)
+# appended to $VM_OUT/bench.jsonl. Schedulers: eevdf, eevdf-rfs (RFS on: rps_sock_flow_entries
+# 32768, rps_flow_cnt 4096 per receive queue), scx_bpfland (when MIAMI_BPFLAND names its binary),
+# scx_miami (default flags), eevdf-pin: EEVDF with each measured task, and in mix each ping-pong
+# client, pinned (taskset) to the CPU where it ran most under scx_miami in the run just before,
+# which tells the emulator's share of a throughput loss from our own (issue 14 §5): under TCG, tasks
+# packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the loader and cross-CPU
+# kicks cost only under scx_miami. Not in table3, whose processes start and stop inside the run.
 #
 #   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N]
 #
@@ -58,18 +57,18 @@
 # CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
-# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run
-# and CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s) and where they ran (rr_placement: their
-# CPU sampled every 0.1 s, against NIC A's IRQ CPU, which carries their traffic), placement of the receivers or server
-# (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their migrations and
-# run-queue wait (schedstat: the share of their runnable time spent queued), the guest's busy
-# CPU per Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost (kernel.bpf_stats_enabled:
-# ns per call of the scheduler's struct_ops and tracing programs, ms of BPF per second, and per
-# program its ns per call and calls per second: bpf_per_prog), the scheduler process's own
-# CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by source
-# (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the time of those calls, in us per
-# call by outcome (dispatch_us: --test-time-dispatch, two clock reads more per call, so its
-# BPF cost figures are not comparable with runs without).
+# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run and
+# CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s) and where they ran (rr_placement: their CPU
+# sampled every 0.1 s, against NIC A's IRQ CPU, which carries their traffic), placement of the
+# receivers or server (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their
+# migrations and run-queue wait (schedstat: the share of their runnable time spent queued), the
+# guest's busy CPU per Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost
+# (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and tracing programs, ms of
+# BPF per second, and per program its ns per call and calls per second: bpf_per_prog), the scheduler
+# process's own CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by
+# source (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the time of those calls, in us per
+# call by outcome (dispatch_us: --test-time-dispatch, two clock reads more per call, so its BPF cost
+# figures are not comparable with runs without).
 # A run that fails is recorded ({"scenario", "scheduler", "failed": its last error lines}), what
 # it left running is ended (after_failure()), and the next run goes on; the exit status is 1 if
 # any failed. MIAMI_BENCH_FAIL=SCENARIO:SCHEDULER fails that run once its flows are up (t_bench).

@@ -40,10 +40,28 @@ for ((i = 0; i < 900; i++)); do grep -q connected /tmp/fanout.out && break; slee
 for ((i = 0; i < 550; i++)); do grep -q 'idle round 1 done' /tmp/fanout.out && break; sleep 0.1; done
 log "first idle round done: $(grep -c 'idle round 1 done' /tmp/fanout.out) (after about $((i / 10)) s more)"
 sleep 1
-mark=$(wc -l <"$log_")
-sleep 3
-# The reports up to here, before fanout is stopped and the connections end.
+mark=$(wc -l <"$log_") t0=$SECONDS
+# The reports up to here, before fanout is stopped and the connections end: three report
+# headers after the mark, so that two reports are whole (the awk below takes a report at the
+# next header). Not a fixed 3 s: in one full make test the loader printed fewer than two
+# reports in 3 s (--stats 1), and the test read 0 tasks where the agent saw them all (alone
+# after it, 9 headers took 14 s: reports and forks both slow beside 2,000 threads). 20 s at
+# most, so that fanout (60 s) still runs at the end on a slow machine too.
+# Counted with builtins: beside 2,000 busy threads a fork took seconds here.
+reports() {
+	local l lines
+	nrep=0
+	mapfile -s "$((mark - 1))" -t lines <"$log_"
+	for l in "${lines[@]}"; do [[ $l != '--- stats'* ]] || nrep=$((nrep + 1)); done
+}
+nrep=0
+while ((SECONDS - t0 < 20)); do
+	reports
+	((nrep < 3)) || break
+	sleep 0.5
+done
 end=$(wc -l <"$log_")
+log "reports: $(sed -n "${mark},${end}p" "$log_" | grep -c '^--- stats') headers in $((SECONDS - t0)) s"
 kill "$fan" 2>/dev/null || true
 wait "$fan" 2>/dev/null || true
 sched_stop || fail "sched_stop"
