@@ -214,15 +214,15 @@ pin_like_miami() { # scenario, PIDs
 		[[ -n $cpu ]] && taskset -a -p -c "$cpu" "$p" >/dev/null
 	done
 }
-# The taskset prefix for ping-pong client $2 (from 0) of scenario $1 under eevdf-pin: the CPU it
-# ran on most under scx_miami. Under scx_miami netperf, class high beside a bulk receiver,
-# stays on NIC A's IRQ CPU (87-97% of the samples in mix-1, docs/results/bench.md), where EEVDF
-# spreads it over the LLC: pinned there, EEVDF shows what that placement costs a ping-pong by
-# itself, apart from how scx_miami runs it.
+# The taskset prefix for ping-pong client $3 (from 0) of scenario $2 under scheduler $1, if that
+# is eevdf-pin: the CPU it ran on most under scx_miami. Under scx_miami netperf, class high
+# beside a bulk receiver, stays on NIC A's IRQ CPU (87-97% of the samples in mix-1,
+# docs/results/bench.md), where EEVDF spreads it over the LLC: pinned there, EEVDF shows what
+# that placement costs a ping-pong by itself, apart from how scx_miami runs it.
 rr_pin() {
 	local cpu
-	[[ $s == eevdf-pin && -s /tmp/pin-rr-$1.txt ]] || return 0
-	cpu=$(sed -n "$(($2 + 1))p" "/tmp/pin-rr-$1.txt")
+	[[ $1 == eevdf-pin && -s /tmp/pin-rr-$2.txt ]] || return 0
+	cpu=$(sed -n "$(($3 + 1))p" "/tmp/pin-rr-$2.txt")
 	[[ -z $cpu ]] || echo "taskset -c $cpu"
 }
 # Until killed: every 0.1 s, "i cpu" into file $1 for each of PIDs $2... (i from 1): the CPU each
@@ -470,7 +470,7 @@ run() {
 			# their schedstat is read, on a machine twice as slow too (the readings before the
 			# window took 2-3 s under TCG here, and with 3 s to spare one run of mix-4 had no
 			# ping-pong left to read).
-			$(rr_pin "$sc" "$i") netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((2 * secs + 5)) -- -r 1,1 \
+			$(rr_pin "$s" "$sc" "$i") netperf -H "$ADDR_A_CLI" -p 12865 -t TCP_RR -l $((2 * secs + 5)) -- -r 1,1 \
 				-o P50_LATENCY,P99_LATENCY,TRANSACTION_RATE >"/tmp/rr-$i.out" 2>&1 &
 			rr+=($!)
 		done
@@ -536,7 +536,7 @@ for pid in sys.argv[1:]:
 	[[ -z $web ]] || wait "$web" 2>/dev/null || true
 	wait_gone "${srv[@]}" || true
 	stop "$s"
-	BENCH_SCHED_LOG=$SCHED_LOG BENCH_RR_IRQ_CPU=$IRQ_CPU_A \
+	BENCH_SCHED_LOG=$SCHED_LOG BENCH_RR_IRQ_CPU=$IRQ_CPU_A BENCH_LIB_DIR=$LIB_DIR \
 	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" "$rr_el" >>"$out" <<'PY'
 import glob, json, os, re, sys
 sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus, rr_el = sys.argv[1:]
@@ -630,26 +630,18 @@ if sc.startswith("mix-"):
     except (OSError, ValueError):
         pass
     # Where they ran (cpu_sampler): shares of the samples on NIC A's IRQ CPU (core), elsewhere
-    # in its LLC (cache), and on other CPUs. The LLC from sysfs, as llc_cpu() reads it.
+    # in its LLC (cache), and on other CPUs, by probe.py's own tiers.
     try:
-        cpus = [int(l.split()[1]) for l in open("/tmp/rr-cpus.txt") if len(l.split()) == 2]
-        irq = int(os.environ["BENCH_RR_IRQ_CPU"])
-        def expand(lst):
-            out = set()
-            for part in lst.strip().split(","):
-                a, _, b = part.partition("-")
-                out.update(range(int(a), int(b or a) + 1))
-            return out
-        try:
-            llc = expand(open(f"/sys/devices/system/cpu/cpu{irq}/cache/index3/shared_cpu_list").read())
-        except OSError:  # no L3 reported: one LLC
-            llc = set(range(os.cpu_count()))
-        if cpus:
-            core = sum(c == irq for c in cpus) / len(cpus)
-            cache = sum(c != irq and c in llc for c in cpus) / len(cpus)
-            r["rr_placement"] = {"core": round(core, 4), "cache": round(cache, 4),
-                                 "other": round(1 - core - cache, 4)}
-    except (OSError, ValueError, KeyError):
+        sys.path.insert(0, os.environ["BENCH_LIB_DIR"])
+        from probe import sys_llcs, tiers
+        n = {}
+        for l in open("/tmp/rr-cpus.txt"):
+            if len(l.split()) == 2:
+                n[int(l.split()[1])] = n.get(int(l.split()[1]), 0) + 1
+        if n:
+            t = tiers(n, int(os.environ["BENCH_RR_IRQ_CPU"]), sys_llcs())
+            r["rr_placement"] = {k: round(v, 4) for k, v in t.items()}
+    except (OSError, ValueError, KeyError, ImportError):
         pass
 if sc == "web":
     txt = open("/tmp/ab.out").read()

@@ -174,8 +174,8 @@ def summary(rows, scen):
           "EEVDF, vs eevdf-pin: the scenario's main figure (Gbit/s; table3: C's kbit/s; web: "
           "requests/s). Ping-pongs: transactions/s and p99 round trip against EEVDF's (mix), or "
           "the responses' p99 (web); against eevdf-pin, which pins them where scx_miami ran them "
-          "most (mix), transactions/s and run-queue wait per run. struct_ops: ns per call; loader: CPU-s per s of the "
-          "loader's threads; both against scx_bpfland's.", "",
+          "most (mix), transactions/s and run-queue wait per run. struct_ops: ns per call; "
+          "loader: CPU-s per s of the loader's threads; both against scx_bpfland's.", "",
           "| scenario | core+cache: scx_miami / EEVDF / scx_bpfland | vs EEVDF | vs eevdf-pin "
           "| scx_bpfland vs EEVDF | ping-pongs: trans/s, p99 vs EEVDF | ping-pongs: trans/s, wait "
           "vs eevdf-pin | struct_ops ns per call, scx_miami / scx_bpfland | loader CPU-s/s, "

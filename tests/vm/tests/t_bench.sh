@@ -3,8 +3,8 @@
 #
 # Issue #14: `make bench --quick` in the suite's own boot. The harness (tests/vm/bench/guest.sh
 # --quick: the bulk+ping-pong mix, under EEVDF, EEVDF+RFS, scx_miami and EEVDF with the
-# receivers and the ping-pong pinned where scx_miami ran them; 352 s in CI with the micro-benchmark too) must
-# work end to end and its numbers must be sane
+# receivers and the ping-pong pinned where scx_miami ran them; 352 s in CI with the
+# micro-benchmark too) must work end to end and its numbers must be sane
 # (tests/vm/bench/render.py --check): every scheduler present in every scenario, no zero
 # throughput, request or transaction rate, placement shares summing to 1. It asserts no
 # performance: that is `make bench`'s to print. Without scx_bpfland, which `make bench` adds:
