@@ -9,7 +9,8 @@
 # client, pinned (taskset) to the CPU where it ran most under scx_miami in the run just before,
 # which tells the emulator's share of a throughput loss from our own (issue 14 §5): under TCG, tasks
 # packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the loader and cross-CPU
-# kicks cost only under scx_miami. Not in table3, whose processes start and stop inside the run.
+# kicks cost only under scx_miami. In table3, whose processes start inside the run, each is pinned
+# as its phase starts, to where it ran most in that phase under scx_miami.
 #
 #   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N]
 #
@@ -204,15 +205,27 @@ start() {
 }
 # eevdf-pin: pin measured task i (srv order) to the CPU it ran on most under scx_miami in this
 # scenario (/tmp/pin-SC.txt, one CPU per line, written after scx_miami's run). The ping-pong
-# clients of mix get theirs from /tmp/pin-rr-SC.txt (rr_pin()).
-pin_like_miami() { # scenario, PIDs
-	local sc=$1 i=0 cpu p
+# clients of mix get theirs from /tmp/pin-rr-SC.txt (rr_pin()), table3's processes from
+# /tmp/pin-table3-pN.txt as phase N starts (t3_pin()).
+pin_like_miami() { # pin file, PIDs
+	local f=$1 i=0 cpu p
 	shift
 	for p in "$@"; do
 		i=$((i + 1))
-		cpu=$(sed -n "${i}p" "/tmp/pin-$sc.txt")
+		cpu=$(sed -n "${i}p" "$f")
 		[[ -n $cpu ]] && taskset -a -p -c "$cpu" "$p" >/dev/null
 	done
+}
+# table3_run's PIN_FN under eevdf-pin: phase $1's processes, A A B B C order (none pinned if
+# scx_miami's probe of that phase gave nothing).
+t3_pin() { [[ ! -s /tmp/pin-table3-p$1.txt ]] || pin_like_miami "/tmp/pin-table3-p$1.txt" "${@:2}"; }
+# Each PID's most used CPU in probe.py's JSON $1, one per line ("" where it has none).
+most_cpu() {
+	python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))["pids"]
+for pid in sys.argv[2:]:
+    c = p.get(pid, {}).get("cpu") or {}
+    print(max(c, key=c.get) if c else "")' "$@"
 }
 # The taskset prefix for ping-pong client $3 (from 0) of scenario $2 under scheduler $1, if that
 # is eevdf-pin: the CPU it ran on most under scx_miami. Under scx_miami netperf, class high
@@ -415,7 +428,7 @@ run() {
 	((n)) && wait_streaming "${srv[@]}"
 	# The failure of a run half-way, for t_bench: the scheduler and the flows are up.
 	[[ ${MIAMI_BENCH_FAIL:-} != "$sc:$s" ]] || { echo "guest.sh: MIAMI_BENCH_FAIL=$sc:$s: failing this run" >&2; return 1; }
-	[[ $s != eevdf-pin ]] || pin_like_miami "$sc" "${srv[@]}"
+	[[ $s != eevdf-pin ]] || pin_like_miami "/tmp/pin-$sc.txt" "${srv[@]}"
 	# IRQ CPU per pair, for the softirq share: the pinned one, or where the kernel put it
 	# (all, irqb) now that traffic flows.
 	local -A on=()
@@ -490,7 +503,7 @@ run() {
 		echo "$sampler" >/tmp/bench-sampler.pid # for after_failure()
 	fi
 	if [[ $sc == table3 ]]; then
-		table3_run t3 "$IRQ_CPU_A"
+		table3_run t3 "$IRQ_CPU_A" "$([[ $s != eevdf-pin ]] || echo t3_pin)"
 	else
 		: >"$go"
 		wait "$probe" || true
@@ -507,12 +520,18 @@ run() {
 	sched_waits /tmp/wait1.txt "${srv[@]}"
 	# The window is over: the hogs go first, so that what follows runs on an idle guest.
 	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
-	if [[ $s == miami && $sc != table3 ]]; then # for eevdf-pin: each task's most used CPU
-		python3 -c 'import json, sys
-p = json.load(open("/tmp/probe.json"))["pids"]
-for pid in sys.argv[1:]:
-    c = p.get(pid, {}).get("cpu") or {}
-    print(max(c, key=c.get) if c else "")' "${srv[@]}" >"/tmp/pin-$sc.txt" 2>/dev/null || rm -f "/tmp/pin-$sc.txt"
+	if [[ $s == miami ]]; then # for eevdf-pin: each task's most used CPU
+		if [[ $sc == table3 ]]; then # per phase, its processes in A A B B C order
+			local t3=($(</tmp/t3-pids)) ph nr=(0 2 4 5)
+			for ph in 1 2 3; do
+				most_cpu "/tmp/t3-p$ph.json" "${t3[@]:0:${nr[ph]}}" >"/tmp/pin-table3-p$ph.txt" 2>/dev/null ||
+					rm -f "/tmp/pin-table3-p$ph.txt"
+			done
+			# run()'s check that there is a placement to copy.
+			[[ ! -s /tmp/pin-table3-p3.txt ]] || cp /tmp/pin-table3-p3.txt /tmp/pin-table3.txt
+		else
+			most_cpu /tmp/probe.json "${srv[@]}" >"/tmp/pin-$sc.txt" 2>/dev/null || rm -f "/tmp/pin-$sc.txt"
+		fi
 		# The ping-pong clients' most sampled CPU each, one per line in rr order.
 		[[ ! -s /tmp/rr-cpus.txt ]] || awk '{ n[$1 " " $2]++ } END { for (k in n) print k, n[k] }' /tmp/rr-cpus.txt |
 			sort -k1,1n -k3,3nr | awk '!seen[$1]++ { print $2 }' >"/tmp/pin-rr-$sc.txt"
@@ -755,7 +774,7 @@ for sc in "${scenarios[@]}"; do
 		cat /tmp/bench-run.err >&2
 		((rc)) || continue
 		failed+=("$sc under $s")
-		[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" "/tmp/pin-rr-$sc.txt" # no eevdf-pin from an earlier run's pins
+		[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" "/tmp/pin-rr-$sc.txt" "/tmp/pin-$sc-p"[123].txt # no eevdf-pin from an earlier run's pins
 		log "run $i of $total failed (exit $rc): $sc under $s; $(tail -n 3 /tmp/bench-run.err | tr '\n' ' ')"
 		after_failure
 		python3 -c 'import json, sys

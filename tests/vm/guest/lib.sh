@@ -427,7 +427,7 @@ wait_ready() {
 #                        extra iperf3 -s options (e.g. "-i 0"); RECEIVERS_READY: a command run
 #                        with LABEL once they stream, before the probe (t_place_hogs: the hogs)
 # stats_total NAME       NAME in the totals that scx_miami logs when it stops ($SCHED_LOG)
-# table3_run LABEL IRQ_CPU
+# table3_run LABEL IRQ_CPU [PIN_FN]
 #                        the paper's Table III phases (t_table3 says how they are scaled to TCG),
 #                        64-byte sends to the pacer sink on $ADDR_A_CLI:7001 (started by the
 #                        caller): two A processes (sleeping 2500 us between sends) from t=0, two B
@@ -436,7 +436,9 @@ wait_ready() {
 #                        (/tmp/LABEL-pN.json, its summary in /tmp/LABEL-pN.txt), acknowledged
 #                        bytes per PID before and after it (/tmp/LABEL-aN.txt, -bN.txt: "PID
 #                        BYTES" lines) and its span in s (/tmp/LABEL-dtN); the PIDs A A B B C in
-#                        /tmp/LABEL-pids
+#                        /tmp/LABEL-pids. PIN_FN, if given, is called as PIN_FN N PID... with
+#                        phase N's processes once they run, before the probe (the bench's
+#                        eevdf-pin pins them there)
 # wait_streaming PID...  wait (at most 30 s) until every iperf3 server PID has its stream
 #                        thread (iperf3 >= 3.16: one thread per stream); logs how many do
 PACER=$VM_TOP/target/tools/pacer
@@ -569,15 +571,18 @@ _table3_phase() { # label, phase, its PIDs, probe seconds, IRQ CPU
 	sleep 1
 }
 table3_run() {
-	local label=$1 irq_cpu=$2 a1 a2 b1 b2 c
+	local label=$1 irq_cpu=$2 pin=${3:-:} a1 a2 b1 b2 c
 	# bg: killed at exit also when a run fails half-way (on a real host too).
 	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a1=$BG_PID
 	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 2500 3600 64 >/dev/null; a2=$BG_PID
+	"$pin" 1 "$a1" "$a2"
 	_table3_phase "$label" 1 "$a1,$a2" 4 "$irq_cpu"
 	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b1=$BG_PID
 	bg env PACER_SLEEP=1 "$PACER" send "$ADDR_A_CLI" 7001 1000 3600 64 >/dev/null; b2=$BG_PID
+	"$pin" 2 "$a1" "$a2" "$b1" "$b2"
 	_table3_phase "$label" 2 "$a1,$a2,$b1,$b2" 4 "$irq_cpu"
 	bg "$PACER" send "$ADDR_A_CLI" 7001 0 3600 64 >/dev/null; c=$BG_PID
+	"$pin" 3 "$a1" "$a2" "$b1" "$b2" "$c"
 	_table3_phase "$label" 3 "$a1,$a2,$b1,$b2,$c" 6 "$irq_cpu"
 	kill "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
 	wait "$a1" "$a2" "$b1" "$b2" "$c" 2>/dev/null || true
