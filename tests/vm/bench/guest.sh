@@ -10,7 +10,11 @@
 # which tells the emulator's share of a throughput loss from our own (issue 14 §5): under TCG, tasks
 # packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the loader and cross-CPU
 # kicks cost only under scx_miami. In table3, whose processes start inside the run, each is pinned
-# as its phase starts, to where it ran most in that phase under scx_miami.
+# as its phase starts, to where it ran most in that phase under scx_miami. eevdf-pin-obs (only
+# when asked for with --scheds): eevdf-pin with `scx_miami --observe` attached, its TCP probes and
+# its agent's rounds without its scheduling, so that eevdf-pin -> eevdf-pin-obs -> scx_miami
+# splits a loss into the packing's, the probes' and loader's, and the rest (struct_ops, kicks,
+# migrations: how scx_miami runs the tasks it placed).
 #
 #   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N]
 #
@@ -200,6 +204,7 @@ start() {
 	bpfland) MIAMI_BIN=$MIAMI_BPFLAND SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 sched_start ;;
 	miami) sched_start ${MIAMI_BENCH_TIME_DISPATCH:+--test-time-dispatch} ;;
 	eevdf-pin) SCHED_PID= ;;
+	eevdf-pin-obs) sched_start --observe ;;
 	esac
 	echo "${SCHED_PID:-}" >/tmp/bench-sched.pid # for after_failure(): run() runs in a subshell
 }
@@ -234,7 +239,7 @@ for pid in sys.argv[2:]:
 # that placement costs a ping-pong by itself, apart from how scx_miami runs it.
 rr_pin() {
 	local cpu
-	[[ $1 == eevdf-pin && -s /tmp/pin-rr-$2.txt ]] || return 0
+	[[ $1 == eevdf-pin* && -s /tmp/pin-rr-$2.txt ]] || return 0
 	cpu=$(sed -n "$(($3 + 1))p" "/tmp/pin-rr-$2.txt")
 	[[ -z $cpu ]] || echo "taskset -c $cpu"
 }
@@ -369,7 +374,7 @@ run() {
 	*) irq=2n; n=2 ;;
 	esac
 	[[ $sc != microtx-* ]] || { dir=tx; rev=(-R); }
-	[[ $s != eevdf-pin || -s /tmp/pin-$sc.txt ]] || { log "$sc: no eevdf-pin run, no scx_miami placement to copy"; return 0; }
+	[[ $s != eevdf-pin* || -s /tmp/pin-$sc.txt ]] || { log "$sc: no eevdf-pin run, no scx_miami placement to copy"; return 0; }
 	irqs "$irq" || { log "$sc: skipped, no NICs or CPUs for IRQ configuration $irq here"; return 0; }
 	start "$s"
 	[[ $sc == web ]] && n=0
@@ -428,7 +433,7 @@ run() {
 	((n)) && wait_streaming "${srv[@]}"
 	# The failure of a run half-way, for t_bench: the scheduler and the flows are up.
 	[[ ${MIAMI_BENCH_FAIL:-} != "$sc:$s" ]] || { echo "guest.sh: MIAMI_BENCH_FAIL=$sc:$s: failing this run" >&2; return 1; }
-	[[ $s != eevdf-pin ]] || pin_like_miami "/tmp/pin-$sc.txt" "${srv[@]}"
+	[[ $s != eevdf-pin* ]] || pin_like_miami "/tmp/pin-$sc.txt" "${srv[@]}"
 	# IRQ CPU per pair, for the softirq share: the pinned one, or where the kernel put it
 	# (all, irqb) now that traffic flows.
 	local -A on=()
@@ -503,7 +508,7 @@ run() {
 		echo "$sampler" >/tmp/bench-sampler.pid # for after_failure()
 	fi
 	if [[ $sc == table3 ]]; then
-		table3_run t3 "$IRQ_CPU_A" "$([[ $s != eevdf-pin ]] || echo t3_pin)"
+		table3_run t3 "$IRQ_CPU_A" "$([[ $s != eevdf-pin* ]] || echo t3_pin)"
 	else
 		: >"$go"
 		wait "$probe" || true
@@ -677,7 +682,7 @@ def cost(f):
         t, name, ns, cnt = line.split()
         d[(t, name)] = (int(ns), int(cnt))
     return d
-if s in ("miami", "bpfland"):
+if s in ("miami", "bpfland", "eevdf-pin-obs"):
     a, b = cost("/tmp/bpf0.txt"), cost("/tmp/bpf1.txt")
     ops = {}
     for k, (ns, cnt) in b.items():
@@ -686,7 +691,7 @@ if s in ("miami", "bpfland"):
             ops[k] = (ns - ns0, cnt - cnt0)
     so = [v for k, v in ops.items() if k[0] == "struct_ops"]
     tr = [v for k, v in ops.items() if k[0] == "tracing"]
-    r["bpf_ns_per_op"] = round(sum(v[0] for v in so) / max(sum(v[1] for v in so), 1), 1)
+    r["bpf_ns_per_op"] = round(sum(v[0] for v in so) / sum(v[1] for v in so), 1) if so else None
     r["bpf_ns_per_probe"] = round(sum(v[0] for v in tr) / max(sum(v[1] for v in tr), 1), 1) if tr else None
     r["bpf_ms_per_s"] = round(sum(v[0] for v in ops.values()) / 1e6 / el, 2)
     # Each program's ns per call and calls per s: which callback the per-op figure is made of.

@@ -96,9 +96,11 @@ def main():
                           if r.get(k) and base.get(k)), "-")
             # Against EEVDF with the same tasks pinned where scx_miami ran them: what is left
             # of a loss once the emulator's share (packing on fewer vCPUs) is taken out.
-            pin = rs.get("eevdf-pin", {})
-            if s == "miami":
-                ratio += next((f"; {r[k] / pin[k]:.2f}x eevdf-pin" for k in RATIO
+            # eevdf-pin-obs (when run) adds scx_miami's probes and agent to eevdf-pin: scx_miami
+            # against it is what is left once the probes' and loader's share is out too.
+            for ref in ("eevdf-pin", "eevdf-pin-obs") if s == "miami" else ():
+                pin = rs.get(ref, {})
+                ratio += next((f"; {r[k] / pin[k]:.2f}x {ref}" for k in RATIO
                                if r.get(k) and pin.get(k)), "")
             md.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
         md.append("")

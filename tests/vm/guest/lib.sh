@@ -29,7 +29,8 @@
 #   sched_start [args]   start ${MIAMI_BIN:-$VM_TOP/target/release/scx_miami} in the background,
 #                        output in $SCHED_LOG (default /tmp/sched.log), wait up to
 #                        ${SCHED_START_TIMEOUT:-20} s for sched_ext state "enabled" with ops
-#                        "miami*" (${SCHED_OPS_PREFIX:-miami}); SCHED_PID. Returns 1 + prints the log.
+#                        "miami*" (${SCHED_OPS_PREFIX:-miami}), or with --observe among the args
+#                        for "observing" in its log; SCHED_PID. Returns 1 + prints the log.
 #   sched_stop           SIGINT, wait up to 10 s; requires exit status 0 and state "disabled";
 #                        returns 1 + prints the log tail otherwise.
 #   sched_state / sched_ops   the current state / ops name ("" when none)
@@ -307,7 +308,8 @@ sched_start() {
 	# counts the IRQs of interfaces in other namespaces too, so unless a test passes --nic
 	# itself or sets SCHED_ALL_NICS=1, it is told to use the server NICs only: all of them
 	# (four in a --nics 4 guest), since only the chosen NICs' traffic pulls a task.
-	local args=("$@") nics=() n v
+	local args=("$@") nics=() n v ready observe=0
+	[[ " $* " != *" --observe "* ]] || observe=1
 	for n in A B C D; do v=NIC_$n; [[ -z ${!v:-} ]] || nics+=("${!v}"); done
 	if ((${#nics[@]})) && [[ ${SCHED_ALL_NICS:-0} != 1 && " $* " != *" --nic"* ]]; then
 		args+=(--nic "$(IFS=,; echo "${nics[*]}")")
@@ -317,10 +319,16 @@ sched_start() {
 	env --default-signal=INT "$bin" "${args[@]}" >"$SCHED_LOG" 2>&1 &
 	SCHED_PID=$!
 	for ((i = 0; i < limit * 10; i++)); do
-		if [[ $(sched_state) == enabled && $(sched_ops) == "$prefix"* ]]; then
+		ready=
+		if ((observe)); then
+			! grep -q observing "$SCHED_LOG" || ready=observing
+		elif [[ $(sched_state) == enabled && $(sched_ops) == "$prefix"* ]]; then
+			ready="scheduler $(sched_ops) enabled"
+		fi
+		if [[ -n $ready ]]; then
 			# Wall time: the polls themselves take far longer than their 0.1 s sleeps
 			# under TCG (counted polls said 2 s where the loader logged 6.6 s).
-			log "scheduler $(sched_ops) enabled (pid $SCHED_PID, $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s)"
+			log "$ready (pid $SCHED_PID, $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s)"
 			return 0
 		fi
 		kill -0 "$SCHED_PID" 2>/dev/null || break

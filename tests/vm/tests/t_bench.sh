@@ -19,8 +19,8 @@
 # kernel.bpf_stats_enabled as they were before the run (set to odd values here first).
 # Then a run that fails half-way (MIAMI_BENCH_FAIL): recorded as failed, the scheduler detached
 # and its servers gone, and the bench goes on; two of the second part's scenarios follow it.
-# Last, table3 under eevdf-pin with the pins of that part's scx_miami run: each process pinned
-# as its phase starts.
+# Last, table3 under eevdf-pin-obs with the pins of that part's scx_miami run: each process
+# pinned as its phase starts, and `scx_miami --observe` beside it.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -127,16 +127,18 @@ for ph in r["phases"]:
     ok = all(ph[k]["kbps"] > 0 and abs(ph[k]["core"] + ph[k]["cache"] + ph[k]["other"] - 1) < 0.01 for k in g)
     out.append("".join(g) + ("" if ok else "!"))
 print(",".join(out))' "$j")" "A,AB,ABC"
-# table3 under eevdf-pin, from the pins the scx_miami run above left (/tmp/pin-table3-pN.txt,
-# phase N's processes in A A B B C order): each process is pinned as its phase starts, so a
-# group whose pins all fall in one tier against the IRQ CPU (0 in table3: core if the pin is 0,
-# cache if it is in 0-3, else other) reads that tier in at least 0.95 of its phase's runtime (a
-# hand derivation from the pins). EEVDF left alone ran C on CPU 0 4.4% of the time
-# (bench-20261127b), scx_miami nearly always: the check fails if the pins are not applied.
+# table3 under eevdf-pin-obs (eevdf-pin's pins, and scx_miami --observe attached), from the
+# pins the scx_miami run above left (/tmp/pin-table3-pN.txt, phase N's processes in A A B B C
+# order): each process is pinned as its phase starts, so a group whose pins all fall in one tier
+# against the IRQ CPU (0 in table3: core if the pin is 0, cache if it is in 0-3, else other)
+# reads that tier in at least 0.95 of its phase's runtime (a hand derivation from the pins).
+# EEVDF left alone ran C on CPU 0 4.4% of the time (bench-20261127b), scx_miami nearly always:
+# the check fails if the pins are not applied. eevdf-pin shares the pinning; what
+# eevdf-pin-obs adds is checked after: the probes' cost read, and no struct_ops program.
 out3=/tmp/bench-t3pin
 mkdir -p "$out3"
-VM_OUT=$out3 "$(dirname "$0")/../bench/guest.sh" --only table3 --scheds eevdf-pin --secs 5
-check_eq "table3 under eevdf-pin: each group where its phase's pins imply" "$(python3 -c 'import json, sys
+VM_OUT=$out3 "$(dirname "$0")/../bench/guest.sh" --only table3 --scheds eevdf-pin-obs --secs 5
+check_eq "table3 under eevdf-pin-obs: each group where its phase's pins imply" "$(python3 -c 'import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])][0]
 tier = lambda c: "core" if c == 0 else "cache" if c < 4 else "other"
 groups = {"A": (0, 1), "B": (2, 3), "C": (4,)}
@@ -148,6 +150,12 @@ for ph in r["phases"]:
         if len(t) == 1 and (ph[g][t.copy().pop()] or 0) < 0.95:
             out.append("phase %d %s: pins %s, got %s" % (ph["phase"], g, [pins[i] for i in groups[g]], ph[g]))
 print(" ".join(out) or "ok")' "$out3/bench.jsonl")" ok
+check_eq "eevdf-pin-obs: probes timed, no struct_ops, the loader's CPU read" "$(python3 -c 'import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][0]
+p = r.get("bpf_per_prog") or {}
+ok = (r.get("bpf_ns_per_probe") or 0) > 0 and r.get("bpf_ns_per_op") is None and "miami_tcp_sendmsg" in p \
+    and not any(k in p for k in ("miami_dispatch", "miami_enqueue")) and r.get("sched_cpu_s_per_s", -1) >= 0
+print("ok" if ok else "got %s" % {k: r.get(k) for k in ("bpf_ns_per_probe", "bpf_ns_per_op", "bpf_per_prog", "sched_cpu_s_per_s")})' "$out3/bench.jsonl")" ok
 # dispatch() by outcome: the calls that moved nothing and those that took from the CPU's own DSQ
 # (both happen in every shape) timed, and the mean over all outcomes, weighted by their calls,
 # against bpf_stats' ns per call of dispatch() over the window. The timed part is a subset of
