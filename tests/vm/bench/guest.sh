@@ -557,8 +557,10 @@ run() {
 	# free. Once, a server of the next run wrote no pid file in time (micro-irqb-16 under
 	# scx_bpfland), and the whole bench stopped at run 33 of 70. lighttpd is a child: reaped
 	# first, or its zombie would answer kill -0.
+	# A server still there after 10 s gets SIGKILL: once, eevdf-pin's 32 receivers of
+	# micro-2n-32 were not all gone, and the next run's server found its port taken.
 	[[ -z $web ]] || wait "$web" 2>/dev/null || true
-	wait_gone "${srv[@]}" || true
+	wait_gone "${srv[@]}" || { log "$sc: servers left after SIGTERM, killing"; kill -KILL "${srv[@]}" 2>/dev/null; wait_gone "${srv[@]}" || true; }
 	stop "$s"
 	BENCH_SCHED_LOG=$SCHED_LOG BENCH_RR_IRQ_CPU=$IRQ_CPU_A BENCH_LIB_DIR=$LIB_DIR \
 	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" "$rr_el" >>"$out" <<'PY'
