@@ -374,7 +374,9 @@ run() {
 	*) irq=2n; n=2 ;;
 	esac
 	[[ $sc != microtx-* ]] || { dir=tx; rev=(-R); }
-	[[ $s != eevdf-pin* || -s /tmp/pin-$sc.txt ]] || { log "$sc: no eevdf-pin run, no scx_miami placement to copy"; return 0; }
+	local pins=/tmp/pin-$sc.txt # table3: phase 3's, where C runs (t3_pin() takes each phase's)
+	[[ $sc != table3 ]] || pins=/tmp/pin-table3-p3.txt
+	[[ $s != eevdf-pin* || -s $pins ]] || { log "$sc: no eevdf-pin run, no scx_miami placement to copy"; return 0; }
 	irqs "$irq" || { log "$sc: skipped, no NICs or CPUs for IRQ configuration $irq here"; return 0; }
 	start "$s"
 	[[ $sc == web ]] && n=0
@@ -532,8 +534,6 @@ run() {
 				most_cpu "/tmp/t3-p$ph.json" "${t3[@]:0:${nr[ph]}}" >"/tmp/pin-table3-p$ph.txt" 2>/dev/null ||
 					rm -f "/tmp/pin-table3-p$ph.txt"
 			done
-			# run()'s check that there is a placement to copy.
-			[[ ! -s /tmp/pin-table3-p3.txt ]] || cp /tmp/pin-table3-p3.txt /tmp/pin-table3.txt
 		else
 			most_cpu /tmp/probe.json "${srv[@]}" >"/tmp/pin-$sc.txt" 2>/dev/null || rm -f "/tmp/pin-$sc.txt"
 		fi
@@ -660,12 +660,10 @@ if sc.startswith("mix-"):
     try:
         sys.path.insert(0, os.environ["BENCH_LIB_DIR"])
         from probe import sys_llcs, tiers
-        n = {}
-        for l in open("/tmp/rr-cpus.txt"):
-            if len(l.split()) == 2:
-                n[int(l.split()[1])] = n.get(int(l.split()[1]), 0) + 1
-        if n:
-            t = tiers(n, int(os.environ["BENCH_RR_IRQ_CPU"]), sys_llcs())
+        from collections import Counter
+        samples = Counter(int(f[1]) for f in (l.split() for l in open("/tmp/rr-cpus.txt")) if len(f) == 2)
+        if samples:
+            t = tiers(samples, int(os.environ["BENCH_RR_IRQ_CPU"]), sys_llcs())
             r["rr_placement"] = {k: round(v, 4) for k, v in t.items()}
     except (OSError, ValueError, KeyError, ImportError):
         pass

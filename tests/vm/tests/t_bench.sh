@@ -147,7 +147,7 @@ for ph in r["phases"]:
     pins = [int(l) for l in open("/tmp/pin-table3-p%d.txt" % ph["phase"])]
     for g in (g for g in "ABC" if g in ph):
         t = {tier(pins[i]) for i in groups[g]}
-        if len(t) == 1 and (ph[g][t.copy().pop()] or 0) < 0.95:
+        if len(t) == 1 and (ph[g][next(iter(t))] or 0) < 0.95:
             out.append("phase %d %s: pins %s, got %s" % (ph["phase"], g, [pins[i] for i in groups[g]], ph[g]))
 print(" ".join(out) or "ok")' "$out3/bench.jsonl")" ok
 check_eq "eevdf-pin-obs: probes timed, no struct_ops, the loader's CPU read" "$(python3 -c 'import json, sys
