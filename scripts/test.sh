@@ -6,7 +6,8 @@
 #   2. cargo clippy -D warnings               (1 check)
 #   3. host tests: cargo test                 (every test counts), and --observe on this host's
 #      kernel (tests/host/observe.sh), and the short form of `make overhead`
-#      (tests/host/overhead.sh; both: every check counts)
+#      (tests/host/overhead.sh), and the bench renderer's arithmetic (tests/host/render.sh;
+#      all three: every check counts)
 #   4. VM suite: tests/vm/suite.sh            (every test x kernel counts; the BPF object is
 #      loaded, i.e. verified, on every kernel of the matrix)
 # Ends with one line "N passed, N failed" and exits non-zero if anything failed.
@@ -45,6 +46,9 @@ host_checks() {
 
 step "--observe on this host's kernel (BTF, no sched_ext; fentry or tracepoints)"
 host_checks observe
+
+step "the bench's split of scx_miami's figure (render.py, a made-up run)"
+host_checks render
 
 step "make overhead, short form (one round of 1-second runs; the figures are make overhead's)"
 host_checks overhead

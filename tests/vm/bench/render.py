@@ -43,6 +43,7 @@ COLS = [  # (key, header, format)
 # A figure's header, also the title of its plot: not the raw key, whose "_" gnuplot would set
 # as a subscript.
 HEADER = {k: h for k, h, _ in COLS}
+COLFMT = {k: f for k, _, f in COLS}
 RATIO = ["gbps_total", "c_kbps", "requests_per_s", "rr_p99_us", "p99_ms"]
 
 
@@ -148,28 +149,31 @@ def main():
 GOALS = (("vs EEVDF", 0.95, ">="), ("struct_ops", 1.2, "<="), ("loader", 2.0, "<="))
 
 
+def ratio(a, b, key):
+    x, y = (a or {}).get(key), (b or {}).get(key)
+    return x / y if x and y else None
+
+
+def main_key(r):  # the scenario's main figure: Gbit/s, table3's C kbit/s, web's requests/s
+    return next((k for k in RATIO[:3] if (r or {}).get(k)), None)
+
+
+def x(v):
+    return "-" if v is None else f"{v:.2f}x"
+
+
 def summary(rows, scen):
     """The headline table: scx_miami against EEVDF, eevdf-pin and scx_bpfland per scenario, and
-    how many scenarios meet each goal of GOALS. Empty without an scx_miami run."""
+    how many scenarios meet each goal of GOALS; then split(). Empty without an scx_miami run."""
     by = {(r["scenario"], r["scheduler"]): r for r in rows if "failed" not in r}
     if not any(s == "miami" for _, s in by):
         return []
-
-    def ratio(a, b, key):
-        x, y = (a or {}).get(key), (b or {}).get(key)
-        return x / y if x and y else None
-
-    def main_key(r):  # the scenario's main figure: Gbit/s, table3's C kbit/s, web's requests/s
-        return next((k for k in RATIO[:3] if (r or {}).get(k)), None)
 
     def share(r):
         return None if not r else r["core"] + r["cache"]
 
     def pct(v):
         return "-" if v is None else f"{v:.1%}"
-
-    def x(v):
-        return "-" if v is None else f"{v:.2f}x"
 
     md = ["## Summary: scx_miami against EEVDF and scx_bpfland", "",
           "core+cache: the measured tasks' runtime on their NIC's IRQ CPU or in its LLC. vs "
@@ -220,7 +224,56 @@ def summary(rows, scen):
                 "struct_ops": f"struct_ops ns per call at most {bound}x scx_bpfland's",
                 "loader": f"loader CPU at most {bound}x scx_bpfland's"}[g]
         md.append(f"- {what}: {n} of {of} scenarios.")
-    return md + [""]
+    return md + [""] + split(by, scen)
+
+
+# The steps from EEVDF to scx_miami when a run has eevdf-pin-obs (guest.sh): each adds one part
+# of scx_miami to the one before, with the same tasks on the same CPUs, so each ratio is that
+# part's price. Which of them is scx_miami's own cost (issue 14 §5), not the emulator's price
+# for packing work onto fewer vCPUs.
+PARTS = (("eevdf", "eevdf-pin", "packing"), ("eevdf-pin", "eevdf-pin-obs", "probes and loader"),
+         ("eevdf-pin-obs", "miami", "scheduling"))
+OWN = ("probes and loader", "scheduling")
+
+
+def split(by, scen):
+    """Each scenario's main figure (and mix's ping-pong transactions) split over PARTS, with
+    which parts a loss below 0.95x EEVDF comes from. Empty without an eevdf-pin-obs run."""
+    if not any(s == "eevdf-pin-obs" for _, s in by):
+        return []
+    md = ["## Where scx_miami's figure goes: packing, probes and loader, scheduling", "",
+          "eevdf-pin: EEVDF with the measured tasks pinned where scx_miami ran them most; "
+          "eevdf-pin-obs: the same with `scx_miami --observe` (its TCP probes and its agent, no "
+          "struct_ops). So packing is eevdf-pin / EEVDF, probes and loader eevdf-pin-obs / "
+          "eevdf-pin, scheduling scx_miami / eevdf-pin-obs, and their product scx_miami / EEVDF. "
+          "\"Below 0.95x from\": the parts below 0.95x where scx_miami is below 0.95x EEVDF.", "",
+          "| scenario | figure: EEVDF / eevdf-pin / eevdf-pin-obs / scx_miami | packing "
+          "| probes and loader | scheduling | scx_miami vs EEVDF | below 0.95x from |",
+          "| --- |" + " --- |" * 6]
+    below, own = [], []
+    for sc in scen:
+        rs = [by.get((sc, s)) for s in ("eevdf", "eevdf-pin", "eevdf-pin-obs", "miami")]
+        if not all(rs):
+            continue
+        for k, label in ((main_key(rs[3]), sc), ("rr_trans_per_s", f"{sc} ping-pongs")):
+            parts = {name: ratio(by[(sc, b)], by[(sc, a)], k) for a, b, name in PARTS}
+            total = ratio(rs[3], rs[0], k)
+            if not k or total is None or None in parts.values():
+                continue
+            lows = [n for n, v in parts.items() if v < 0.95]
+            frm = "-"
+            if total < 0.95:
+                below.append(label)
+                frm = ", ".join(lows) or "no one part below 0.95x"
+                if set(lows) & set(OWN):
+                    own.append(label)
+            figs = " / ".join(COLFMT[k].format(r[k]) for r in rs)
+            md.append(f"| {label} | {HEADER[k]}: {figs} | " + " | ".join(x(v) for v in parts.values())
+                      + f" | {x(total)} | {frm} |")
+    md += ["", f"- Below 0.95x EEVDF: {len(below)}; of them with a part of scx_miami's own "
+           f"({' or '.join(OWN)}) below 0.95x: {len(own)}"
+           + (f" ({', '.join(own)})." if own else "."), ""]
+    return md
 
 
 def phases(rs):

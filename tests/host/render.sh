@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tests/vm/bench/render.py's split of scx_miami's figure over packing, probes and loader, and
+# scheduling (issue 14 §5), on a made-up run whose ratios are worked out by hand below. The VM
+# tier's t_bench renders real runs; this checks the arithmetic and the attribution.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# One line per run: scenario, scheduler, main figure (Gbit/s, or mix's ping-pong trans/s too).
+row() { # scenario scheduler gbps [rr_trans_per_s]
+	local rr=
+	[[ -z ${4:-} ]] || rr=", \"rr_trans_per_s\": $4, \"rr_wait_us\": 100, \"rr_placement\": {\"core\": 1.0, \"cache\": 0.0, \"other\": 0.0}"
+	echo "{\"scenario\": \"$1\", \"scheduler\": \"$2\", \"gbps_total\": $3, \"placement\": {\"core\": 0.5, \"cache\": 0.5, \"other\": 0.0}, \"queued_share\": 0.1$rr}"
+}
+{
+	# a: 0.90x EEVDF, all of it packing (0.9/1.0); the other two parts 1.00x. Not scx_miami's.
+	row a eevdf 1.0; row a eevdf-pin 0.9; row a eevdf-pin-obs 0.9; row a miami 0.9
+	# b: scheduling 0.4/0.5 = 0.80x, the whole loss: scx_miami's own.
+	row b eevdf 0.5; row b eevdf-pin 0.5; row b eevdf-pin-obs 0.5; row b miami 0.4
+	# c: each part 0.97x, together 0.97^3 = 0.91x: below, but no one part is.
+	row c eevdf 1.0; row c eevdf-pin 0.97; row c eevdf-pin-obs 0.9409; row c miami 0.912673
+	# mix-1: Gbit/s even (1.00x); the ping-pongs 450/500 = 0.90x from the probes (450/500), the
+	# scheduling 1.00x: scx_miami's own.
+	row mix-1 eevdf 0.3 500; row mix-1 eevdf-pin 0.3 500; row mix-1 eevdf-pin-obs 0.3 450
+	row mix-1 miami 0.3 450
+	# d: no eevdf-pin-obs run, so no split row.
+	row d eevdf 1.0; row d eevdf-pin 1.0; row d miami 0.5
+} >"$out/bench.jsonl"
+
+python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>"$out/err" ||
+	fail "render.py exited $?: $(tail -n 3 "$out/err")"
+md=$out/results.md
+expect() { # label, the row's cells after the figures
+	local got
+	got=$(grep -E "^\| $1 \| (Gbit/s|RR trans/s):" "$md" | sed 's/^| [^|]* | [^|]* | //')
+	check_eq "split row $1" "$got" "$2"
+}
+expect a "0.90x | 1.00x | 1.00x | 0.90x | packing |"
+expect b "1.00x | 1.00x | 0.80x | 0.80x | scheduling |"
+expect c "0.97x | 0.97x | 0.97x | 0.91x | no one part below 0.95x |"
+expect mix-1 "1.00x | 1.00x | 1.00x | 1.00x | - |"
+expect "mix-1 ping-pongs" "1.00x | 0.90x | 1.00x | 0.90x | probes and loader |"
+check_eq "figures of row b" "$(grep -E '^\| b \| Gbit/s' "$md" | cut -d'|' -f3 | xargs)" \
+	"Gbit/s: 0.500 / 0.500 / 0.500 / 0.400"
+check_eq "rows without an eevdf-pin-obs run" "$(grep -cE '^\| d \| Gbit/s:' "$md")" 0
+check_eq "the goal line" "$(grep '^- Below 0.95x EEVDF:' "$md")" \
+	"- Below 0.95x EEVDF: 4; of them with a part of scx_miami's own (probes and loader or scheduling) below 0.95x: 2 (b, mix-1 ping-pongs)."
+
+# A run without eevdf-pin-obs has no split section at all.
+grep -v eevdf-pin-obs "$out/bench.jsonl" >"$out/b2" && mv "$out/b2" "$out/bench.jsonl"
+python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>&1
+check_eq "split section without eevdf-pin-obs" "$(grep -c '^## Where scx_miami' "$md")" 0
+
+echo "render: $passed passed, $failed failed"
+((failed == 0))
