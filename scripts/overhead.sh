@@ -5,10 +5,12 @@
 # not sched_ext: scx_miami runs with --observe (the monitor and a context-switch probe; no
 # scheduling), its TCP probes on fentry, or on tracepoints where the kernel refuses fentry (it
 # says which: the program names are miami_tcp_* or miami_tp_*). Alternating runs in one
-# session (their order turning each round), iperf3 over loopback with 1 and 8 streams, without
-# and with --observe attached, and with the floor attached instead (scripts/overhead-floor.bpf.c:
+# session (their order turning each round), iperf3 over loopback with 1 and 8 streams of its
+# default 128-KiB writes and 1 stream of 64-byte writes ("1x64B": Table III's process C, which
+# sends 64-byte messages as fast as it can, so that a send call costs least and the probe's
+# share of it is largest), without and with --observe attached, and with the floor attached instead (scripts/overhead-floor.bpf.c:
 # programs that only count, at the same places, loaded with bpftool):
-#   - the throughput ratio (with / without), per stream count, over ROUNDS pairs of runs;
+#   - the throughput ratio (with / without), per kind of stream, over ROUNDS pairs of runs;
 #   - the loader's CPU (its threads' run time) per second of the runs with --observe: the agent's
 #     rounds on a real CPU;
 #   - the CPU time of the BPF programs and the loader per second of those runs, as a share of
@@ -70,7 +72,9 @@ for ((r = 1; r <= rounds; r++)); do
 	# with off, on: a run with --observe says which probes (and so which floor) this kernel takes.
 	kinds=(off on floor paired)
 	order=("${kinds[@]:$(((r - 1) % 4))}" "${kinds[@]:0:$(((r - 1) % 4))}")
-	for p in 1 8; do
+	for p in 1 8 1x64B; do
+		iperf=(-P "${p%%x*}")
+		[[ $p != *x* ]] || iperf+=(-l "$(tr -dc 0-9 <<<"${p#*x}")")
 		for mode in "${order[@]}"; do
 			if [[ $mode == on || $mode == paired ]]; then
 				"$bin" --observe >/tmp/miami-overhead.log 2>&1 &
@@ -88,12 +92,12 @@ for ((r = 1; r <= rounds; r++)); do
 				bpftool prog loadall "$top/target/tools/floor-$floor.bpf.o" "$floor_dir" autoattach
 			fi
 			[[ $mode == on ]] && t0=$EPOCHREALTIME c0=$(run_ns "$obs")
-			g=$(iperf3 -c 127.0.0.1 -p $port -t "$secs" -P "$p" -J | gbps)
+			g=$(iperf3 -c 127.0.0.1 -p $port -t "$secs" "${iperf[@]}" -J | gbps)
 			if [[ $mode == on ]]; then
 				loader_ns=$((loader_ns + $(run_ns "$obs") - c0))
 				loader_s=$(python3 -c "print(${loader_s:-0} + $EPOCHREALTIME - $t0)")
 			fi
-			printf '  round %d, %d stream(s), observe %-6s %7.2f Gbit/s\n' "$r" "$p" "$mode" "$g"
+			printf '  round %d, %s stream(s), observe %-6s %7.2f Gbit/s\n' "$r" "$p" "$mode" "$g"
 			sum[$p-$mode]=$(python3 -c "print(${sum[$p-$mode]:-0} + $g)")
 			runs[$p-$mode]+=" $g"
 			[[ $mode == off ]] || bpftool prog show --json >"/tmp/miami-overhead-$mode-r$r-p$p.json"
@@ -106,7 +110,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 echo
 echo "throughput, with --observe / without (goal >= 0.98), and with the floor / without:"
-for p in 1 8; do
+for p in 1 8 1x64B; do
 	python3 -c "print(f'  $p stream(s): {${sum[$p-on]} / ${sum[$p-off]}:.3f}, floor {${sum[$p-floor]} / ${sum[$p-off]}:.3f}  ({${sum[$p-off]} / $rounds:.2f} -> {${sum[$p-on]} / $rounds:.2f} Gbit/s)')"
 	# One slow run (a hypervisor's hiccup) moves the sums; the median of the rounds' own ratios
 	# (each run against the run without in the same round) does not.
@@ -133,7 +137,7 @@ def totals(files, prefix):
                 t[0] += p["run_time_ns"]
                 t[1] += p["run_cnt"]
     return {n: (ns / cnt, cnt) for n, (ns, cnt) in tot.items()}
-runs = {m: [f for f in sys.argv[1:] if re.search(rf"-{m}-r\d+-p\d+\.json$", f)]
+runs = {m: [f for f in sys.argv[1:] if re.search(rf"-{m}-r\d+-p[^.]+\.json$", f)]
         for m in ("on", "floor", "paired")}
 alone = totals(runs["on"], "miami_")
 paired, floor_paired = totals(runs["paired"], "miami_"), totals(runs["paired"], "floor_")

@@ -4,7 +4,8 @@
 # Host tier, the short form of `make overhead` (scripts/overhead.sh): one round of 1-second runs
 # on this machine's own kernel. Root. Traffic: iperf3 over 127.0.0.1 only. It checks that the
 # harness works end to end, not the figures (those are `make overhead`'s, on a quiet machine):
-#   - it exits 0 and prints a throughput above zero for each kind of run, 1 and 8 streams;
+#   - it exits 0 and prints a throughput above zero for each kind of run, 1 and 8 streams and
+#     1 stream of 64-byte writes;
 #   - each TCP probe of scx_miami has a paired figure, and in the paired runs scx_miami's probe
 #     and the floor's at the same place saw the same calls (within 1%: a count that differs
 #     means the two were not attached to the same place or not for the same runs, and their
@@ -23,7 +24,7 @@ out=$("$top/scripts/overhead.sh" 1 1 2>&1)
 rc=$?
 echo "$out"
 check_eq "exit status" "$rc" 0
-for p in 1 8; do
+for p in 1 8 1x64B; do
 	# "  1 stream(s): 0.966, floor 0.841  (20.30 -> 19.62 Gbit/s)"
 	line=$(grep -E "^  $p stream\(s\): " <<<"$out")
 	check_eq "$p stream(s): without and with --observe, both above 0 Gbit/s" \
