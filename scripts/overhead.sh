@@ -8,8 +8,9 @@
 # session (their order turning each round), iperf3 over loopback with 1 and 8 streams of its
 # default 128-KiB writes and 1 stream of 64-byte writes ("1x64B": Table III's process C, which
 # sends 64-byte messages as fast as it can, so that a send call costs least and the probe's
-# share of it is largest), without and with --observe attached, and with the floor attached instead (scripts/overhead-floor.bpf.c:
-# programs that only count, at the same places, loaded with bpftool):
+# share of it is largest), without and with --observe attached, and with the floor attached
+# instead (scripts/overhead-floor.bpf.c: programs that do nothing, at the same places, loaded
+# with bpftool):
 #   - the throughput ratio (with / without), per kind of stream, over ROUNDS pairs of runs;
 #   - the loader's CPU (its threads' run time) per second of the runs with --observe: the agent's
 #     rounds on a real CPU;
@@ -122,8 +123,8 @@ done
 loader_ms=$(python3 -c "print($loader_ns / 1e6 / $loader_s)")
 python3 -c "print(f'the loader (user space; --observe runs the agent rounds, 10 a second, as when scheduling):\\n  {$loader_ms:.2f} CPU-ms per s over {$loader_s:.1f} s of the runs with --observe')"
 echo "ns per probe call (run_time_ns / run_cnt; goal <= 60): scx_miami's alone (the runs"
-echo "with --observe), and in the paired runs scx_miami's and the floor's (a program that only"
-echo "counts, at the same place, on the same calls) and the difference:"
+echo "with --observe), and in the paired runs scx_miami's and the floor's (a program that does"
+echo "nothing, at the same place, on the same calls) and the difference:"
 OVH_SECS=$loader_s OVH_NCPU=$(nproc) OVH_LOADER_MS=$loader_ms \
 	python3 - /tmp/miami-overhead-{on,floor,paired}-r*-p*.json <<'PY'
 import json, os, re, sys
