@@ -23,8 +23,9 @@
 #     see the same calls at the same time (in runs of its own the floor read 89-145 ns within
 #     one hour on this project's build host, and its noise was the difference's).
 # kernel.bpf_stats_enabled is on in the paired runs only: it reads the clock twice around every
-# program call, which cost the 64-byte writer 8-11% more of its throughput here (0.79x with
-# --observe, 0.86-0.90x without the stats), and a host runs without it.
+# program call, which cost the 64-byte writer about 10% more of its throughput here (0.79x
+# with --observe and the stats on, 0.89x with them off: docs/results/overhead.md), and a host
+# runs without it.
 # Prints figures and the goals beside them (<= 60 ns per call, <= 2% throughput loss); asserts
 # nothing. Needs root and bpftool. Traffic stays on 127.0.0.1.
 #   scripts/overhead.sh [SECS per run, default 5] [ROUNDS, default 3]   (`make overhead` builds
