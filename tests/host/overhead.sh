@@ -44,11 +44,11 @@ check_eq "the loader's CPU-ms per s with --observe: above 0 and below 100" \
 share=$(awk '/^  together .*% of the/ { sub("%", "", $2); print $2 }' <<<"$out")
 check_eq "the CPU share of BPF and the loader with --observe: above 0% and below 50%" \
 	"$(awk -v v="${share:-0}" 'BEGIN { print (v > 0 && v < 50) ? "yes" : "no" }')" yes
-# "                             paired: 125.5 over 2833357 calls, floor 119.4 over 2833367, above it 6.1 ns"
-paired=$(grep -A1 -E '^  miami_(tp|tcp)_' <<<"$out" | grep 'paired:')
+# "  miami_tp_send                 36.8 ns per call over 33317700 calls; the floor 29.5 over 33317700 calls; above it 7.4 ns"
+paired=$(grep -E '^  miami_(tp|tcp)_.*; the floor ' <<<"$out")
 check_eq "TCP probes with a paired figure" "$(grep -c . <<<"$paired")" 3
 check_eq "paired runs: scx_miami's and the floor's calls within 1% of each other, per probe" \
-	"$(awk '{ m = $4; f = $9; sub(",", "", f); d = m - f; if (d < 0) d = -d
+	"$(awk '{ m = $7; f = $13; d = m - f; if (d < 0) d = -d
 		print (m > 0 && d * 100 <= m) ? "yes" : "no" }' <<<"$paired" | sort -u | paste -sd,)" yes
 wait_progs_gone 'miami_|floor_'
 check_eq "programs left (10 s)" "$progs_left" 0

@@ -252,13 +252,15 @@ def split(by, scen):
           "| --- |" + " --- |" * 6]
     below, own = [], []
     for sc in scen:
-        rs = [by.get((sc, s)) for s in ("eevdf", "eevdf-pin", "eevdf-pin-obs", "miami")]
-        if not all(rs):
+        rs = {s: by.get((sc, s)) for s in ("eevdf", "eevdf-pin", "eevdf-pin-obs", "miami")}
+        if not all(rs.values()):
             continue
-        for k, label in ((main_key(rs[3]), sc), ("rr_trans_per_s", f"{sc} ping-pongs")):
-            parts = {name: ratio(by[(sc, b)], by[(sc, a)], k) for a, b, name in PARTS}
-            total = ratio(rs[3], rs[0], k)
-            if not k or total is None or None in parts.values():
+        for k, label in ((main_key(rs["miami"]), sc), ("rr_trans_per_s", f"{sc} ping-pongs")):
+            if not k:
+                continue
+            parts = {name: ratio(rs[b], rs[a], k) for a, b, name in PARTS}
+            total = ratio(rs["miami"], rs["eevdf"], k)
+            if total is None or None in parts.values():
                 continue
             lows = [n for n, v in parts.items() if v < 0.95]
             frm = "-"
@@ -267,7 +269,7 @@ def split(by, scen):
                 frm = ", ".join(lows) or "no one part below 0.95x"
                 if set(lows) & set(OWN):
                     own.append(label)
-            figs = " / ".join(COLFMT[k].format(r[k]) for r in rs)
+            figs = " / ".join(COLFMT[k].format(r[k]) for r in rs.values())
             md.append(f"| {label} | {HEADER[k]}: {figs} | " + " | ".join(x(v) for v in parts.values())
                       + f" | {x(total)} | {frm} |")
     md += ["", f"- Below 0.95x EEVDF: {len(below)}; of them with a part of scx_miami's own "
