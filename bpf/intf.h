@@ -82,7 +82,7 @@ enum miami_stat {
 	MIAMI_STAT_PROBE_SEND,		/* tcp_sendmsg calls seen */
 	MIAMI_STAT_PROBE_RECV,		/* tcp_recvmsg calls seen */
 	MIAMI_STAT_PROBE_RCV_PKT,	/* tcp_rcv_established calls seen (receive path) */
-	MIAMI_STAT_RX_IRQ_CPU,		/* ...of a tracked socket, on one of its NIC's IRQ CPUs */
+	MIAMI_STAT_RX_IRQ_CPU,		/* ...of a NIC we know, on one of its IRQ CPUs */
 	MIAMI_STAT_RX_OFF_IRQ,		/* ...elsewhere: RPS/RFS steering or the socket's backlog */
 	MIAMI_STAT_SOCKS_TRACKED,	/* sockets that got a sock_ctx */
 	MIAMI_STAT_REP_CHANGES,		/* a task's representative connection changed */

@@ -39,11 +39,8 @@ struct sock_ctx {
 	u64	cookie;			/* socket cookie, the connection's id in task_ctx */
 	struct rate_win rate;		/* calls on this connection, by any thread */
 	s32	irq_cpu;		/* sk_incoming_cpu at the last call; -1 unknown or local */
-	s32	rx_cpu;			/* CPU of the last tcp_rcv_established (cross-check) */
-	u32	ifindex;		/* skb_iif of the last received segment */
+	u32	ifindex;		/* its receiving interface: sk_rx_dst_ifindex at the last tick */
 	u32	netns;			/* inode number of the socket's network namespace */
-	u32	rx_gen;			/* nic_cpus_gen when rx_where was decided */
-	u32	rx_where;		/* enum miami_rx for (ifindex, rx_cpu) */
 	struct sock_slot slot[2];	/* the last two CPUs that called on it */
 };
 

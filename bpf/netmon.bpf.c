@@ -31,10 +31,12 @@
  * the "softirq CPU" is the peer's own CPU (the sender runs the receive path), and pulling each
  * end of a local pair toward the other's CPU honours no interrupt. Such a connection (its
  * segments arrive on ifindex 1, lo in every namespace) still counts for the task's
- * intensiveness, but names no IRQ CPU. A probe on tcp_rcv_established() records the receiving
- * interface (skb_iif) and the CPU it ran on. An ifindex means something only within a network
- * namespace, so each socket also records its namespace's inode number, which user space
- * matches against its own and /run/netns to name the interface.
+ * intensiveness, but names no IRQ CPU. The receiving interface is the socket's
+ * sk_rx_dst_ifindex, read at each tick: TCP takes it from the segment that set the socket's
+ * cached input route, and drops that route when a segment comes in on another interface
+ * (tcp_v4_do_rcv(), tcp_v6_do_rcv()), so the next one sets it again. An ifindex means something
+ * only within a network namespace, so each socket also records its namespace's inode number,
+ * which user space matches against its own and /run/netns to name the interface.
  *
  * With --nic (nic_only), traffic on the other interfaces pulls nowhere either: a connection
  * whose segments arrive on an interface that is not one of the chosen NICs (rx_where
@@ -45,13 +47,15 @@
  * of a management NIC pulled to that NIC's CPU, and in the test guest the client namespace's
  * load generators (the paper's separate client machines) are not packed onto their NIC's LLC.
  *
- * The same probe checks that CPU against the receiving NIC's IRQ CPUs (the `nic_cpus` map, the
+ * A probe on tcp_rcv_established() checks the CPU that processes each segment of an
+ * established connection against the receiving NIC's IRQ CPUs (the `nic_cpus` map, the
  * loader's per-NIC sets) and counts rx_irq_cpu or rx_off_irq: how much protocol work the NIC
  * IRQ map really describes. Off means RPS/RFS steering, threaded NAPI, or a segment queued on
  * the socket's backlog while its owner held the lock and processed on the owner's CPU. The
- * verdict is kept per socket and looked up again only when the CPU, the interface or the map
- * (nic_cpus_gen) changes, so a steady flow costs no map lookup per segment. Sockets of other
- * namespaces, loopback and NICs the loader does not know are counted in neither.
+ * verdict is kept per CPU (rx_seen) and looked up again only when the interface, the namespace
+ * or the map (nic_cpus_gen) changes, so a CPU that takes one NIC's segments costs no map lookup
+ * per segment, and the probe reads no socket storage. Segments of other namespaces' NICs,
+ * loopback and NICs the loader does not know are counted in neither.
  *
  * 3. What a task is (paper III-B: a process is represented by "the most intensive connection").
  * We work per task rather than per process: threads of one server often serve different
@@ -154,6 +158,31 @@ struct {
 
 /* Bumped by user space after each change of nic_cpus: cached verdicts are stale. */
 volatile u32 nic_cpus_gen;
+
+/*
+ * The receive path's last verdict on this CPU (section 2): segments of one interface came in
+ * here, and this CPU is one of its IRQ CPUs (MIAMI_RX_IRQ_CPU) or not. Per CPU, not per socket:
+ * a CPU takes the segments of few interfaces, whatever the socket. Until stop 41 the verdict
+ * and the interface were kept in sock_ctx, and the probe's socket storage lookup was half its
+ * cost (`make overhead`, the build host's CPU, scratch builds in one session: 18.6 ns per
+ * segment above a program that does nothing there when the probe only counted the segment,
+ * 47.1 with the lookup, 57.5 with the rest). Most likely because that storage is written by
+ * the socket's callers on another CPU: over loopback the receiver's, where the sender's CPU
+ * processes the segment. Without the lookup: 23.0 against 58.9 (docs/results/overhead.md).
+ */
+struct rx_seen {
+	u32	netns;
+	u32	ifindex;
+	u32	gen;			/* nic_cpus_gen when decided */
+	u32	where;			/* enum miami_rx */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct rx_seen);
+} rx_seen SEC(".maps");
 
 /* Entries added to net_tasks: the snapshot walks the table only after one was (agent.bpf.c). */
 volatile u64 net_tasks_added;
@@ -477,6 +506,35 @@ static __always_inline void update_task(struct sock_ctx *sockc, u64 now, u32 cal
 		publish_task(taskc, now, changed);
 }
 
+/* The chosen NICs' receive IRQ CPUs, by (network namespace, interface); NULL for another one. */
+static __always_inline struct nic_cpus *nic_of(u32 netns, u32 ifindex)
+{
+	struct nic_key key = { .netns = netns, .ifindex = ifindex };
+
+	return bpf_map_lookup_elem(&nic_cpus, &key);
+}
+
+/* Is @ifindex of namespace @netns one of the NICs the loader chose (section 2)? */
+static __always_inline bool is_nic(u32 netns, u32 ifindex)
+{
+	return nic_of(netns, ifindex);
+}
+
+/* Did @cpu process a segment that came in on @ifindex as one of that NIC's IRQ CPUs? */
+static __always_inline u32 rx_where(u32 netns, u32 ifindex, s32 cpu)
+{
+	struct nic_cpus *nc;
+
+	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
+		return MIAMI_RX_UNKNOWN;
+	nc = nic_of(netns, ifindex);
+	if (!nc)
+		return MIAMI_RX_UNKNOWN;
+	if (nc->cpus[(cpu / 64) & (MIAMI_MAX_CPUS / 64 - 1)] & (1ULL << (cpu % 64)))
+		return MIAMI_RX_IRQ_CPU;
+	return MIAMI_RX_OFF_IRQ;
+}
+
 /*
  * A tick of @sockc (section 6): the @calls calls counted since the last, the last one now.
  * A subprogram of its own, not inlined: a tick comes once in about 130 calls of a bulk flow
@@ -494,16 +552,14 @@ static __noinline void note_tick(struct sock *sk, struct sock_ctx *sockc, u32 ca
 	if (!sockc->rate.last_ns) {
 		sockc->cookie = bpf_get_socket_cookie(sk);
 		sockc->netns = sk->__sk_common.skc_net.net->ns.inum;
-		sockc->rx_cpu = MIAMI_NO_CPU;
 		stat_inc(MIAMI_STAT_SOCKS_TRACKED);
 	}
-	/* Until the receive probe has seen a segment: the interface the connection was set up on. */
-	if (!sockc->ifindex)
+	if (sockc->ifindex != sk->sk_rx_dst_ifindex)
 		sockc->ifindex = sk->sk_rx_dst_ifindex;
 	rate_note_shared(&sockc->rate, now, calls);
 	irq_cpu = sk->__sk_common.skc_incoming_cpu;
 	if (sockc->ifindex == LOOPBACK_IFINDEX ||
-	    (nic_only && sockc->rx_where == MIAMI_RX_UNKNOWN && !is_irq_cpu(irq_cpu)))
+	    (nic_only && !is_nic(sockc->netns, sockc->ifindex) && !is_irq_cpu(irq_cpu)))
 		irq_cpu = MIAMI_NO_CPU;
 	if (sockc->irq_cpu != irq_cpu)
 		sockc->irq_cpu = irq_cpu;
@@ -633,49 +689,31 @@ int BPF_PROG(miami_tcp_close, struct sock *sk)
 	return 0;
 }
 
-/* Did @cpu process a segment that came in on @ifindex as one of that NIC's IRQ CPUs? */
-static __always_inline u32 rx_where(u32 netns, u32 ifindex, s32 cpu)
-{
-	struct nic_key key = { .netns = netns, .ifindex = ifindex };
-	struct nic_cpus *nc;
-
-	if (cpu < 0 || cpu >= MIAMI_MAX_CPUS)
-		return MIAMI_RX_UNKNOWN;
-	nc = bpf_map_lookup_elem(&nic_cpus, &key);
-	if (!nc)
-		return MIAMI_RX_UNKNOWN;
-	if (nc->cpus[(cpu / 64) & (MIAMI_MAX_CPUS / 64 - 1)] & (1ULL << (cpu % 64)))
-		return MIAMI_RX_IRQ_CPU;
-	return MIAMI_RX_OFF_IRQ;
-}
-
 /*
- * Receive path: once per received segment on an established connection. Only sockets that a
- * task already sent or received on are updated (no storage is created here), so the cost for
- * untracked traffic is one failed lookup.
+ * Receive path: once per received segment on an established connection, tracked by a task's
+ * calls or not (section 2). Nothing of the socket's is written here.
  */
 static __always_inline int note_rcv(struct sock *sk, struct sk_buff *skb)
 {
-	struct sock_ctx *sockc;
-	u32 iif, gen;
-	s32 cpu;
+	struct rx_seen *seen;
+	u32 iif, gen, netns, zero = 0;
 
 	stat_inc(MIAMI_STAT_PROBE_RCV_PKT);
-	sockc = bpf_sk_storage_get(&sock_ctx_stor, sk, NULL, 0);
-	if (!sockc)
+	seen = bpf_map_lookup_elem(&rx_seen, &zero);
+	if (!seen)
 		return 0;
-	cpu = bpf_get_smp_processor_id();
 	iif = skb->skb_iif;
+	netns = sk->__sk_common.skc_net.net->ns.inum;
 	gen = nic_cpus_gen;
-	if (cpu != sockc->rx_cpu || iif != sockc->ifindex || gen != sockc->rx_gen) {
-		sockc->rx_where = rx_where(sockc->netns, iif, cpu);
-		sockc->rx_gen = gen;
-		sockc->ifindex = iif;
-		sockc->rx_cpu = cpu;
+	if (iif != seen->ifindex || netns != seen->netns || gen != seen->gen) {
+		seen->where = rx_where(netns, iif, bpf_get_smp_processor_id());
+		seen->ifindex = iif;
+		seen->netns = netns;
+		seen->gen = gen;
 	}
-	if (sockc->rx_where == MIAMI_RX_IRQ_CPU)
+	if (seen->where == MIAMI_RX_IRQ_CPU)
 		stat_inc(MIAMI_STAT_RX_IRQ_CPU);
-	else if (sockc->rx_where == MIAMI_RX_OFF_IRQ)
+	else if (seen->where == MIAMI_RX_OFF_IRQ)
 		stat_inc(MIAMI_STAT_RX_OFF_IRQ);
 	return 0;
 }

@@ -90,7 +90,7 @@ for ((r = 1; r <= rounds; r++)); do
 				else
 					floor=fentry
 				fi
-				[[ $mode == paired ]] || ((r > 1 || p > 1)) || echo "  (the TCP probes run on ${floor/tp/tracepoint}s)"
+				[[ $mode == paired || $r != 1 || $p != 1 ]] || echo "  (the TCP probes run on ${floor/tp/tracepoint}s)"
 			fi
 			if [[ $mode == floor || $mode == paired ]]; then
 				bpftool prog loadall "$top/target/tools/floor-$floor.bpf.o" "$floor_dir" autoattach

@@ -165,13 +165,13 @@ pub static STATS: &[StatDesc] = &[
         miami_stat_MIAMI_STAT_RX_IRQ_CPU,
         "rx_irq_cpu",
         "count",
-        "segments of tracked sockets processed on one of their NIC's IRQ CPUs"
+        "segments processed on one of their NIC's IRQ CPUs"
     ),
     stat!(
         miami_stat_MIAMI_STAT_RX_OFF_IRQ,
         "rx_off_irq",
         "count",
-        "segments of tracked sockets processed elsewhere: RPS/RFS, or the socket's backlog"
+        "segments of our NICs processed elsewhere: RPS/RFS, or the socket's backlog"
     ),
     stat!(
         miami_stat_MIAMI_STAT_SOCKS_TRACKED,
