@@ -185,7 +185,11 @@ fi
 www=/tmp/www; mkdir -p "$www"; head -c 1024 /dev/zero | tr '\0' x >"$www/index.html"
 printf 'server.document-root = "%s"\nserver.bind = "%s"\nserver.port = 80\nserver.errorlog = "/tmp/lt.err"\nindex-file.names = ( "index.html" )\n' \
 	"$www" "$ADDR_A_SRV" >/tmp/lighttpd.conf
-sysctl -q kernel.bpf_stats_enabled=1
+# MIAMI_BENCH_BPF_STATS=0 leaves the stats off (no BPF cost figures): the clock reads they add
+# around every program call are not there, as on a host that runs without them. In stop 41's
+# two boots of mix-4, table3 and micro-2n-32 (docs/results/bench.md) scx_miami's ratios to
+# EEVDF did not move one way with them off: within the spread between two runs.
+sysctl -q kernel.bpf_stats_enabled=${MIAMI_BENCH_BPF_STATS:-1}
 
 rfs() { # on|off
 	local v=0 q
