@@ -39,8 +39,8 @@
  * which user space matches against its own and /run/netns to name the interface.
  *
  * With --nic (nic_only), traffic on the other interfaces pulls nowhere either: a connection
- * whose segments arrive on an interface that is not one of the chosen NICs (rx_where
- * MIAMI_RX_UNKNOWN: another NIC of ours, or any interface of another namespace) names its
+ * whose segments arrive on an interface that is not one of the chosen NICs (!is_nic():
+ * another NIC of ours, or any interface of another namespace) names its
  * softirq CPU only if that CPU is an IRQ CPU of the chosen NICs (cpu_ctx.is_irq), which is
  * where a container's traffic, arriving on one of them and bridged to a veth, is processed.
  * Otherwise its task is placed normally: an operator who names eth0 does not have the tasks
@@ -192,7 +192,7 @@ volatile u64 irq_affinity_events;
 volatile u64 irq_vector_events;
 
 enum miami_rx {
-	MIAMI_RX_UNKNOWN,	/* no nic_cpus entry for the socket's (netns, ifindex) */
+	MIAMI_RX_UNKNOWN,	/* no nic_cpus entry for the segment's (netns, ifindex) */
 	MIAMI_RX_IRQ_CPU,
 	MIAMI_RX_OFF_IRQ,
 };

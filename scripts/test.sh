@@ -47,7 +47,7 @@ host_checks() {
 step "--observe on this host's kernel (BTF, no sched_ext; fentry or tracepoints)"
 host_checks observe
 
-step "the bench's split of scx_miami's figure (render.py, a made-up run)"
+step "the bench harness: its split of scx_miami's figure (render.py, a made-up run), its --scheds checks"
 host_checks render
 
 step "make overhead, short form (one round of 1-second runs; the figures are make overhead's)"

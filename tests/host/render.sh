@@ -55,5 +55,22 @@ grep -v eevdf-pin-obs "$out/bench.jsonl" >"$out/b2" && mv "$out/b2" "$out/bench.
 python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>&1
 check_eq "split section without eevdf-pin-obs" "$(grep -c '^## Where scx_miami' "$md")" 0
 
+# guest.sh refuses a --scheds it cannot run as asked, and exits before it touches the machine:
+# an unknown name used to run as EEVDF, and an eevdf-pin before miami was skipped with a line
+# in the log. Were a check gone, guest.sh would go on to set up the guest's network here: under
+# unshare -n, so that nothing of the host's moves, and a namespace it made is taken back.
+sched_refused() { # --scheds value, what the message must say
+	local msg rc had=0
+	[[ -e /run/netns/cli ]] && had=1
+	msg=$(VM_OUT=$out unshare -n bash "$top/tests/vm/bench/guest.sh" --scheds "$1" --only none 2>&1 >/dev/null)
+	rc=$?
+	((had)) || [[ ! -e /run/netns/cli ]] || ip netns del cli
+	check_eq "guest.sh --scheds $1: exit status" "$rc" 2
+	check_eq "... says why ('$2')" "$(grep -cF "$2" <<<"$msg")" 1
+}
+sched_refused eevdf-pin,miami "eevdf-pin pins the tasks where scx_miami ran them in the same scenario, so miami must come before it"
+sched_refused miami,eevdf-pin-obs,eevdf,eevfd "unknown scheduler 'eevfd'"
+MIAMI_BPFLAND=/nonexistent sched_refused eevdf,bpfland "bpfland needs MIAMI_BPFLAND"
+
 echo "render: $passed passed, $failed failed"
 ((failed == 0))
