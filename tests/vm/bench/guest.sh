@@ -100,12 +100,14 @@ scheds+=(miami eevdf-pin)
 [[ -z $only_scheds ]] || IFS=, read -ra scheds <<<"$only_scheds"
 # An unknown name would have run as EEVDF, and an eevdf-pin before scx_miami's run of the same
 # scenario is skipped with a line in the log: both are refused here, before anything starts.
+# eevdf-pin without miami is not: it takes the pins an earlier run in this guest left in /tmp
+# (t_bench), or skips.
 for i in "${!scheds[@]}"; do
 	case ${scheds[i]} in
 	eevdf | eevdf-rfs | miami) ;;
 	bpfland) [[ -x ${MIAMI_BPFLAND:-} ]] ||
 		{ echo "guest.sh: --scheds: bpfland needs MIAMI_BPFLAND, the scx_bpfland binary (scripts/bench.sh sets it)" >&2; exit 2; } ;;
-	eevdf-pin | eevdf-pin-obs) [[ " ${scheds[*]:0:i} " == *" miami "* ]] ||
+	eevdf-pin | eevdf-pin-obs) [[ " ${scheds[*]:0:i} " == *" miami "* || " ${scheds[*]:i} " != *" miami "* ]] ||
 		{ echo "guest.sh: --scheds $only_scheds: ${scheds[i]} pins the tasks where scx_miami ran them in the same scenario, so miami must come before it" >&2; exit 2; } ;;
 	*) echo "guest.sh: --scheds: unknown scheduler '${scheds[i]}' (eevdf, eevdf-rfs, bpfland, miami, eevdf-pin, eevdf-pin-obs)" >&2; exit 2 ;;
 	esac
