@@ -62,8 +62,9 @@
 # CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
-# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run and
-# CPU time (schedstat: rr_wait_us, rr_cpu_ms_per_s) and where they ran (rr_placement: their CPU
+# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run,
+# CPU time and moves between CPUs (schedstat, se.nr_migrations: rr_wait_us, rr_cpu_ms_per_s,
+# rr_migrations_per_s and per transaction) and where they ran (rr_placement: their CPU
 # sampled every 0.1 s, against NIC A's IRQ CPU, which carries their traffic), placement of the
 # receivers or server (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their
 # migrations and run-queue wait (schedstat: the share of their runnable time spent queued), the
@@ -349,19 +350,23 @@ irq_cpus_now() {
 pair_of() { echo "${USE[$1 * ${#USE[@]} / $2]}"; }
 # Softirq ticks so far on the CPUs given, each counted once (zero: both IRQs on one CPU).
 softirq_on() { awk -v cpus=" $(printf '%s\n' "$@" | sort -u | xargs) " '/^cpu[0-9]/ && index(cpus, " " substr($1, 4) " ") { s += $8 } END { print s + 0 }' /proc/stat; }
-# Each thread of processes $2... as "tid run_ns wait_ns runs" into file $1: schedstat's run
-# time, run-queue wait (time runnable but not running, CONFIG_SCHED_INFO) and number of times
-# it ran, which every scheduler's tasks have, so the wait compares them where p99 figures exist
-# only for the ping-pongs. Builtins only: it runs beside the hogs in overload.
+# Each thread of processes $2... as "tid run_ns wait_ns runs migrations" into file $1:
+# schedstat's run time, run-queue wait (time runnable but not running, CONFIG_SCHED_INFO) and
+# number of times it ran, which every scheduler's tasks have, so the wait compares them where
+# p99 figures exist only for the ping-pongs; and /proc's se.nr_migrations (0 if the kernel has
+# no /proc/PID/sched). Builtins only: it runs beside the hogs in overload.
 sched_waits() {
-	local out=$1 pid f tid rt qw n
+	local out=$1 pid f tid rt qw n k v mig
 	shift
 	: >"$out"
 	for pid in "$@"; do
 		for f in /proc/"$pid"/task/*/schedstat; do
 			read -r rt qw n 2>/dev/null <"$f" || continue
-			tid=${f%/schedstat} tid=${tid##*/}
-			echo "$tid $rt $qw $n" >>"$out"
+			tid=${f%/schedstat} tid=${tid##*/} mig=0
+			while read -r k _ v; do
+				[[ $k == se.nr_migrations ]] && { mig=$v; break; }
+			done 2>/dev/null <"${f%schedstat}sched" || true
+			echo "$tid $rt $qw $n $mig" >>"$out"
 		done
 	done
 }
@@ -638,12 +643,12 @@ if sc == "table3":
 # The measured tasks' run-queue wait over the window, as a share of their runnable time (run +
 # wait), per thread between the two readings (a thread born in the window counts from zero, one
 # that ended in it is left out): the latency a scheduler adds by leaving a runnable task queued.
-def waits(f):
-    return {t: (int(a), int(b), int(n)) for t, a, b, n in (l.split() for l in open(f) if l.strip())}
+def waits(f):  # tid -> (run_ns, wait_ns, runs, migrations)
+    return {p[0]: tuple(map(int, p[1:])) for p in (l.split() for l in open(f)) if len(p) == 5}
 try:
     w0, w1 = waits("/tmp/wait0.txt"), waits("/tmp/wait1.txt")
-    run = sum(a - w0.get(t, (0, 0, 0))[0] for t, (a, _, _) in w1.items())
-    qw = sum(b - w0.get(t, (0, 0, 0))[1] for t, (_, b, _) in w1.items())
+    run = sum(v[0] - w0.get(t, (0, 0, 0, 0))[0] for t, v in w1.items())
+    qw = sum(v[1] - w0.get(t, (0, 0, 0, 0))[1] for t, v in w1.items())
     if run + qw > 0:
         r["queued_share"] = round(qw / (run + qw), 4)
         r["queued_ms_per_s"] = round(qw / 1e6 / el, 1)
@@ -663,7 +668,8 @@ if sc.startswith("mix-"):
     # The ping-pong clients over the window, from schedstat (threads alive at both readings):
     # their mean run-queue wait each time they were woken to run, and their CPU time per
     # second, which on a CPU that takes softirq work also holds what that work's interrupts
-    # took while they ran (no IRQ time accounting in Debian's kernels).
+    # took while they ran (no IRQ time accounting in Debian's kernels); and their moves between
+    # CPUs per second and per transaction.
     try:
         v0, v1 = waits("/tmp/rwait0.txt"), waits("/tmp/rwait1.txt")
         d = [tuple(x - y for x, y in zip(v1[t], v0[t])) for t in v1 if t in v0]
@@ -671,6 +677,9 @@ if sc.startswith("mix-"):
         if runs:
             r["rr_wait_us"] = round(sum(x[1] for x in d) / 1e3 / runs, 1)
             r["rr_cpu_ms_per_s"] = round(sum(x[0] for x in d) / 1e6 / float(rr_el), 1)
+            r["rr_migrations_per_s"] = round(sum(x[3] for x in d) / float(rr_el), 1)
+            if r.get("rr_trans_per_s"):
+                r["rr_migrations_per_trans"] = round(r["rr_migrations_per_s"] / r["rr_trans_per_s"], 3)
     except (OSError, ValueError):
         pass
     # Where they ran (cpu_sampler): shares of the samples on NIC A's IRQ CPU (core), elsewhere

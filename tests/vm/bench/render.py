@@ -32,6 +32,7 @@ COLS = [  # (key, header, format)
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"), ("rr_wait_us", "RR wait us", "{:.0f}"),
     ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_cpu_us_per_trans", "RR CPU us/trans", "{:.0f}"),
+    ("rr_migrations_per_trans", "RR migr/trans", "{:.3f}"),
     ("rr_core", "RR on IRQ CPU", "{:.1%}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
