@@ -165,7 +165,7 @@ pub static STATS: &[StatDesc] = &[
         miami_stat_MIAMI_STAT_RX_IRQ_CPU,
         "rx_irq_cpu",
         "count",
-        "segments processed on one of their NIC's IRQ CPUs"
+        "segments of our NICs processed on one of their IRQ CPUs"
     ),
     stat!(
         miami_stat_MIAMI_STAT_RX_OFF_IRQ,
