@@ -103,14 +103,17 @@ scheds+=(miami eevdf-pin)
 # scenario is skipped with a line in the log: both are refused here, before anything starts.
 # eevdf-pin without miami is not: it takes the pins an earlier run in this guest left in /tmp
 # (t_bench), or skips.
+# Every name start() knows; start() refuses any other, so a name added to one list and not the
+# other fails at the first run instead of running as EEVDF.
+known_scheds=(eevdf eevdf-rfs bpfland miami eevdf-pin eevdf-pin-obs)
 for i in "${!scheds[@]}"; do
+	[[ " ${known_scheds[*]} " == *" ${scheds[i]} "* ]] ||
+		{ echo "guest.sh: --scheds: unknown scheduler '${scheds[i]}' ($(IFS=,; echo "${known_scheds[*]}" | sed 's/,/, /g'))" >&2; exit 2; }
 	case ${scheds[i]} in
-	eevdf | eevdf-rfs | miami) ;;
 	bpfland) [[ -x ${MIAMI_BPFLAND:-} ]] ||
 		{ echo "guest.sh: --scheds: bpfland needs MIAMI_BPFLAND, the scx_bpfland binary (scripts/bench.sh sets it)" >&2; exit 2; } ;;
 	eevdf-pin | eevdf-pin-obs) [[ " ${scheds[*]:0:i} " == *" miami "* || " ${scheds[*]:i} " != *" miami "* ]] ||
 		{ echo "guest.sh: --scheds $only_scheds: ${scheds[i]} pins the tasks where scx_miami ran them in the same scenario, so miami must come before it" >&2; exit 2; } ;;
-	*) echo "guest.sh: --scheds: unknown scheduler '${scheds[i]}' (eevdf, eevdf-rfs, bpfland, miami, eevdf-pin, eevdf-pin-obs)" >&2; exit 2 ;;
 	esac
 done
 # Four-NIC scenarios (micro-4s-*, micro-4n-*: Table II's 4S and 4N) run where there are four
@@ -224,6 +227,7 @@ start() {
 	miami) sched_start ${MIAMI_BENCH_TIME_DISPATCH:+--test-time-dispatch} ;;
 	eevdf-pin) SCHED_PID= ;;
 	eevdf-pin-obs) sched_start --observe ;;
+	*) echo "guest.sh: start: '$1' is in known_scheds but has no start here" >&2; return 2 ;;
 	esac
 	echo "${SCHED_PID:-}" >/tmp/bench-sched.pid # for after_failure(): run() runs in a subshell
 }
@@ -772,7 +776,7 @@ after_failure() {
 	for f in /tmp/iperf-s-*.pid; do [[ -s $f ]] && left+=("$(tr -d '\0' <"$f")"); done
 	mapfile -t -O "${#left[@]}" left < <(
 		pgrep -f "iperf3 -c|$PROBE|$PACER send|lighttpd -D -f /tmp/lighttpd.conf|ab -q -t [0-9]+ -n 10000000"
-		pgrep -x 'netperf|stress-ng|irqbalance'
+		for n in netperf stress-ng irqbalance; do pgrep -x "$n"; done # one name each: pgrep warns at 16+ characters
 	)
 	pid=$(cat /tmp/bench-sampler.pid 2>/dev/null || true)
 	[[ -z $pid ]] || left+=("$pid")
