@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # tests/vm/bench/render.py's split of scx_miami's figure over packing, probes and loader, and
-# scheduling (issue 14 §5), on a made-up run whose ratios are worked out by hand below. The VM
-# tier's t_bench renders real runs; this checks the arithmetic and the attribution.
+# scheduling (issue 14 §5), and its struct_ops cost against scx_bpfland's per call and per
+# second, on a made-up run whose ratios are worked out by hand below. The VM tier's t_bench
+# renders real runs; this checks the arithmetic and the attribution.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,6 +30,14 @@ row() { # scenario scheduler gbps [rr_trans_per_s]
 	row mix-1 miami 0.3 450
 	# d: no eevdf-pin-obs run, so no split row.
 	row d eevdf 1.0; row d eevdf-pin 1.0; row d miami 0.5
+	# e: the struct_ops cost, per call and per second. scx_miami: dispatch() 2,000 ns x 100 a
+	# second and enqueue() 1,000 ns x 100 (0.2 + 0.1 = 0.3 ms/s over 200 calls: 1,500 ns per call);
+	# its send probe (500 ns x 1,000) is no callback. scx_bpfland: dispatch() 1,000 ns x 200 and
+	# runnable() 100 ns x 1,000 (0.2 + 0.1 = 0.3 ms/s over 1,200 calls: 250 ns). So 6.00x per call
+	# and 1.00x per second.
+	row e eevdf 1.0
+	row e miami 1.0 | sed 's/}$/, "bpf_ns_per_op": 1500, "bpf_per_prog": {"miami_dispatch": [2000, 100], "miami_enqueue": [1000, 100], "miami_tcp_sendmsg": [500, 1000]}}/'
+	row e bpfland 1.0 | sed 's/}$/, "bpf_ns_per_op": 250, "bpf_per_prog": {"bpfland_dispatch": [1000, 200], "bpfland_runnable": [100, 1000]}}/'
 } >"$out/bench.jsonl"
 
 python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>"$out/err" ||
@@ -49,6 +58,10 @@ check_eq "figures of row b" "$(grep -E '^\| b \| Gbit/s' "$md" | cut -d'|' -f3 |
 check_eq "rows without an eevdf-pin-obs run" "$(grep -cE '^\| d \| Gbit/s:' "$md")" 0
 check_eq "the goal line" "$(grep '^- Below 0.95x EEVDF:' "$md")" \
 	"- Below 0.95x EEVDF: 4; of them with a part of scx_miami's own (probes and loader or scheduling) below 0.95x: 2 (b, mix-1 ping-pongs)."
+
+check_eq "struct_ops per call and per second (e)" \
+	"$(grep -E '^\| e \| ' "$md" | head -1 | awk -F' \\| ' '{ print $8 " | " $9 }')" \
+	"1,500 / 250 = 6.00x | 0.3 / 0.3 = 1.00x"
 
 # A run without eevdf-pin-obs has no split section at all.
 grep -v eevdf-pin-obs "$out/bench.jsonl" >"$out/b2" && mv "$out/b2" "$out/bench.jsonl"

@@ -63,9 +63,10 @@
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
 # requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run,
-# CPU time and moves between CPUs (schedstat, se.nr_migrations: rr_wait_us, rr_cpu_ms_per_s,
-# rr_migrations_per_s and per transaction) and where they ran (rr_placement: their CPU
-# sampled every 0.1 s, against NIC A's IRQ CPU, which carries their traffic), placement of the
+# CPU time, moves between CPUs and times put on a CPU (schedstat, se.nr_migrations: rr_wait_us,
+# rr_cpu_ms_per_s, rr_migrations_per_s and per transaction, rr_runs_per_trans) and where they
+# ran (rr_placement: their CPU sampled every 0.1 s, against NIC A's IRQ CPU, which carries their
+# traffic), placement of the
 # receivers or server (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their
 # migrations and run-queue wait (schedstat: the share of their runnable time spent queued), the
 # guest's busy CPU per Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost
@@ -684,6 +685,9 @@ if sc.startswith("mix-"):
             r["rr_migrations_per_s"] = round(sum(x[3] for x in d) / float(rr_el), 1)
             if r.get("rr_trans_per_s"):
                 r["rr_migrations_per_trans"] = round(r["rr_migrations_per_s"] / r["rr_trans_per_s"], 3)
+                # Times they were put on a CPU per transaction: a client that blocks once per
+                # round trip runs about once; more is preemption or a wakeup that ran nothing.
+                r["rr_runs_per_trans"] = round(runs / float(rr_el) / r["rr_trans_per_s"], 3)
     except (OSError, ValueError):
         pass
     # Where they ran (cpu_sampler): shares of the samples on NIC A's IRQ CPU (core), elsewhere

@@ -33,12 +33,14 @@ COLS = [  # (key, header, format)
     ("rr_trans_per_s", "RR trans/s", "{:.0f}"), ("rr_wait_us", "RR wait us", "{:.0f}"),
     ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_cpu_us_per_trans", "RR CPU us/trans", "{:.0f}"),
     ("rr_migrations_per_trans", "RR migr/trans", "{:.3f}"),
+    ("rr_runs_per_trans", "RR runs/trans", "{:.2f}"),
     ("rr_core", "RR on IRQ CPU", "{:.1%}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
     ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
     ("softirq_irq_cpus_s", "softirq s", "{:.2f}"), ("bpf_ns_per_op", "ns/op", "{:.0f}"),
-    ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),
+    ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ops_ms_per_s", "ops ms/s", "{:.1f}"),
+    ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),
     ("sched_cpu_s_per_s", "loader CPU", "{:.3f}"), ("irq_cpus", "IRQ CPUs", "{}"),
 ]
 # A figure's header, also the title of its plot: not the raw key, whose "_" gnuplot would set
@@ -48,8 +50,31 @@ COLFMT = {k: f for k, _, f in COLS}
 RATIO = ["gbps_total", "c_kbps", "requests_per_s", "rr_p99_us", "p99_ms"]
 
 
+# sched_ext's ops (struct sched_ext_ops), by the name a scheduler's program gives them after its
+# prefix (miami_dispatch, bpfland_enqueue): what tells bpf_per_prog's struct_ops programs from the
+# probes beside them, as bench.jsonl keeps no program type.
+SCX_OPS = {"select_cpu", "enqueue", "dequeue", "dispatch", "tick", "runnable", "running",
+           "stopping", "quiescent", "yield", "core_sched_before", "set_weight", "set_cpumask",
+           "update_idle", "cpu_acquire", "cpu_release", "init_task", "exit_task", "enable",
+           "disable", "dump", "dump_cpu", "dump_task", "cgroup_init", "cgroup_exit",
+           "cgroup_prep_move", "cgroup_move", "cgroup_cancel_move", "cgroup_set_weight",
+           "cpu_online", "cpu_offline", "init", "exit"}
+
+
+def ops_ms_per_s(r):
+    """The struct_ops programs' BPF time per second of the window: what the scheduler's
+    callbacks cost the machine in all, where ns per call also depends on how many cheap
+    callbacks a scheduler has (scx_bpfland's runnable(), which scx_miami does not implement).
+    From bpf_per_prog ([ns per call, calls per s] per program); None without it."""
+    p = r.get("bpf_per_prog")
+    if not p or r.get("bpf_ns_per_op") is None:
+        return None
+    return sum(ns * n for k, (ns, n) in p.items() if k.split("_", 1)[-1] in SCX_OPS) / 1e6
+
+
 def flat(r):
     d = dict(r)
+    d["bpf_ops_ms_per_s"] = ops_ms_per_s(r)
     for k, v in (r.get("placement") or {}).items():
         d[k] = v
     if r.get("rr_placement"):
@@ -181,13 +206,16 @@ def summary(rows, scen):
           "EEVDF, vs eevdf-pin: the scenario's main figure (Gbit/s; table3: C's kbit/s; web: "
           "requests/s). Ping-pongs: transactions/s and p99 round trip against EEVDF's (mix), or "
           "the responses' p99 (web); against eevdf-pin, which pins them where scx_miami ran them "
-          "most (mix), transactions/s and run-queue wait per run. struct_ops: ns per call; "
-          "loader: CPU-s per s of the loader's threads; both against scx_bpfland's.", "",
+          "most (mix), transactions/s and run-queue wait per run. struct_ops: ns per call, and "
+          "ms of BPF per s of window (all callbacks: a scheduler with more cheap callbacks "
+          "reads less per call for the same total); loader: CPU-s per s of the loader's "
+          "threads; all against scx_bpfland's.", "",
           "| scenario | core+cache: scx_miami / EEVDF / scx_bpfland | vs EEVDF | vs eevdf-pin "
           "| scx_bpfland vs EEVDF | ping-pongs: trans/s, p99 vs EEVDF | ping-pongs: trans/s, wait "
-          "vs eevdf-pin | struct_ops ns per call, scx_miami / scx_bpfland | loader CPU-s/s, "
-          "scx_miami / scx_bpfland |",
-          "| --- |" + " --- |" * 8]
+          "vs eevdf-pin | struct_ops ns per call, scx_miami / scx_bpfland | struct_ops ms/s, "
+          "scx_miami / scx_bpfland | loader CPU-s/s, scx_miami / scx_bpfland |",
+          "| --- |" + " --- |" * 9]
+    ops_total = [0, 0]
     met = {g: [0, 0] for g, _, _ in GOALS}
     for sc in scen:
         m, e, b, pin = (by.get((sc, s)) for s in ("miami", "eevdf", "bpfland", "eevdf-pin"))
@@ -200,6 +228,9 @@ def summary(rows, scen):
             if vs[g] is not None:
                 met[g][1] += 1
                 met[g][0] += vs[g] >= bound if op == ">=" else vs[g] <= bound
+        if (t := ratio(m, b, "bpf_ops_ms_per_s")) is not None:
+            ops_total[1] += 1
+            ops_total[0] += t <= 1.2
         pp = pin_pp = "-"
         if "rr_trans_per_s" in m:
             pp = f"{x(ratio(m, e, 'rr_trans_per_s'))}, {x(ratio(m, e, 'rr_p99_us'))}"
@@ -217,7 +248,8 @@ def summary(rows, scen):
 
         md.append(f"| {sc} | {pct(share(m))} / {pct(share(e))} / {pct(share(b))} "
                   f"| {x(vs['vs EEVDF'])} | {x(ratio(m, pin, k))} | {x(ratio(b, e, k))} | {pp} | {pin_pp} "
-                  f"| {pair('bpf_ns_per_op', '{:,.0f}')} | {pair('sched_cpu_s_per_s', '{:.4f}')} |")
+                  f"| {pair('bpf_ns_per_op', '{:,.0f}')} | {pair('bpf_ops_ms_per_s', '{:.1f}')} "
+                  f"| {pair('sched_cpu_s_per_s', '{:.4f}')} |")
     md.append("")
     for g, bound, op in GOALS:
         n, of = met[g]
@@ -225,6 +257,9 @@ def summary(rows, scen):
                 "struct_ops": f"struct_ops ns per call at most {bound}x scx_bpfland's",
                 "loader": f"loader CPU at most {bound}x scx_bpfland's"}[g]
         md.append(f"- {what}: {n} of {of} scenarios.")
+    if ops_total[1]:
+        md.append(f"- (Not a goal of the issue, which asks per call: struct_ops ms per s at most "
+                  f"1.2x scx_bpfland's: {ops_total[0]} of {ops_total[1]} scenarios.)")
     return md + [""] + split(by, scen)
 
 
