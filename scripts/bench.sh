@@ -11,8 +11,9 @@
 #                                       scx_bpfland with the goals each scenario meets, then
 #                                       one table per scenario, ratios against EEVDF
 #   .cache/bench/<stamp>/<scenario>.png one plot per scenario (gnuplot)
-#   scripts/bench.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--kernel NAME] [--out DIR]
-#   scripts/bench.sh --host [--quick] [--only ...] [--scheds ...] [--out DIR]
+#   scripts/bench.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--repeat N] [--kernel NAME] [--out DIR]
+#   scripts/bench.sh --host [--quick] [--only ...] [--scheds ...] [--repeat N] [--out DIR]
+# --repeat N: each case N times, the schedulers in turn; results.md gives medians and ranges.
 # scx_bpfland comes from the crate registry, pinned in scripts/deps.sh, built once into
 # .cache/peers. TCG models no caches: throughput and CPU per Gbit/s here are mostly the
 # emulator; placement, migrations and BPF cost are the findings (results.md says so).
@@ -22,16 +23,17 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-quick= only=() scheds=() kernel=default out= host= scenarios=
+quick= only=() scheds=() repeat=() kernel=default out= host= scenarios=
 while (($#)); do
 	case $1 in
 	--host) host=1; shift ;;
 	--quick) quick=--quick; shift ;;
 	--only) scenarios=$2; shift 2 ;;
 	--scheds) scheds=(--scheds "$2"); shift 2 ;;
+	--repeat) repeat=(--repeat "$2"); shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 # Which boots: the default guest (two NICs) and the four-NIC one, each with its scenarios of
@@ -48,7 +50,9 @@ if [[ -n $scenarios ]]; then
 	[[ -z $s2 ]] || { only2=(--only "$s2"); boots+=(2); }
 	[[ -z $s4 ]] || { only4=(--only "$s4"); boots+=(4); }
 fi
-only+=("${scheds[@]}")
+[[ -z ${repeat[*]} || ${repeat[1]} =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "bench: --repeat ${repeat[1]}: want a whole number of runs, 1 or more" >&2; exit 2; }
+only+=("${scheds[@]}" "${repeat[@]}")
 peers=$top/.cache/peers
 [[ -x $peers/bin/scx_bpfland ]] || scripts/deps.sh --no-kernels --peers
 BPFLAND_VERSION=$("$peers/bin/scx_bpfland" --version 2>/dev/null | awk '{ print $2 }')
@@ -79,7 +83,7 @@ else
 		fi
 		rm -f "$top/.cache/vm-out/$kernel/bench.jsonl"
 		MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" "${topo[@]}" \
-			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}" ||
+			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}" "${repeat[@]}" ||
 			{ rc=$?; echo "bench: the $nics-NIC guest exited $rc; its log: $out/$log" >&2; }
 		cat "$top/.cache/vm-out/$kernel/bench.jsonl" >>"$out/bench.jsonl" 2>/dev/null || true
 	done

@@ -68,22 +68,49 @@ grep -v eevdf-pin-obs "$out/bench.jsonl" >"$out/b2" && mv "$out/b2" "$out/bench.
 python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>&1
 check_eq "split section without eevdf-pin-obs" "$(grep -c '^## Where scx_miami' "$md")" 0
 
-# guest.sh refuses a --scheds it cannot run as asked, and exits before it touches the machine:
-# an unknown name used to run as EEVDF, and an eevdf-pin before miami was skipped with a line
-# in the log. Were a check gone, guest.sh would go on to set up the guest's network here: under
+# guest.sh --repeat's runs of one case make one row: each number the median over the runs, the
+# placement that of the run with the median main figure, the main figure's range beside it.
+# EEVDF: 1.0, 0.8, 0.9 Gbit/s, so 0.900 (0.800-1.000). scx_miami: 0.6, 0.9, 0.3 (median 0.6, the
+# first run, whose core share is 70% where the others' are 20% and 100%), run-queue shares 0.1,
+# 0.3, 0.2 (median 20%): 0.6 / 0.9 = 0.67x EEVDF.
+rep() { # scheduler rep gbps core queued
+	echo "{\"scenario\": \"f\", \"scheduler\": \"$1\", \"rep\": $2, \"gbps_total\": $3, \"placement\": {\"core\": $4, \"cache\": $(python3 -c "print(round(1 - $4, 2))"), \"other\": 0.0}, \"queued_share\": $5}"
+}
+{
+	rep eevdf 1 1.0 0.5 0.1; rep miami 1 0.6 0.7 0.1
+	rep eevdf 2 0.8 0.5 0.1; rep miami 2 0.9 0.2 0.3
+	rep eevdf 3 0.9 0.5 0.1; rep miami 3 0.3 1.0 0.2
+} >"$out/bench.jsonl"
+python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>&1
+check_eq "--repeat: EEVDF's row" "$(grep -E '^\| eevdf \| ' "$md" | cut -d'|' -f3,4 | xargs)" "3 | 0.900 (0.800-1.000)"
+check_eq "--repeat: scx_miami's row (runs, Gbit/s, core, queued)" \
+	"$(grep -E '^\| miami \| ' "$md" | cut -d'|' -f3,4,5,8 | xargs)" "3 | 0.600 (0.300-0.900) | 70.0% | 20.0%"
+check_eq "--repeat: the summary's ratio" "$(grep -E '^\| f \| ' "$md" | cut -d'|' -f4 | xargs)" "0.67x"
+# A run that failed among others is a problem for --check, named with its repetition.
+echo '{"scenario": "f", "scheduler": "miami", "rep": 4, "failed": "exit 1: boom"}' >>"$out/bench.jsonl"
+python3 "$top/tests/vm/bench/render.py" "$out" --check --want eevdf,miami >"$out/check" 2>&1
+check_eq "--repeat: a failed run among them, --check's exit status" "$?" 1
+check_eq "... and its line" "$(grep -c '^FAIL: f/miami: run 4: exit 1: boom$' "$out/check")" 1
+
+# guest.sh refuses a --scheds or --repeat it cannot run as asked, and exits before it touches the
+# machine: an unknown name used to run as EEVDF, and an eevdf-pin before miami was skipped with a
+# line in the log. Were a check gone, guest.sh would go on to set up the guest's network here: under
 # unshare -n, so that nothing of the host's moves, and a namespace it made is taken back.
-sched_refused() { # --scheds value, what the message must say
-	local msg rc had=0
+refused() { # what the message must say, guest.sh's arguments
+	local msg rc had=0 want=$1
+	shift
 	[[ -e /run/netns/cli ]] && had=1
-	msg=$(VM_OUT=$out unshare -n bash "$top/tests/vm/bench/guest.sh" --scheds "$1" --only none 2>&1 >/dev/null)
+	msg=$(VM_OUT=$out unshare -n bash "$top/tests/vm/bench/guest.sh" "$@" --only none 2>&1 >/dev/null)
 	rc=$?
 	((had)) || [[ ! -e /run/netns/cli ]] || ip netns del cli
-	check_eq "guest.sh --scheds $1: exit status" "$rc" 2
-	check_eq "... says why ('$2')" "$(grep -cF "$2" <<<"$msg")" 1
+	check_eq "guest.sh $*: exit status" "$rc" 2
+	check_eq "... says why ('$want')" "$(grep -cF -e "$want" <<<"$msg")" 1
 }
-sched_refused eevdf-pin,miami "eevdf-pin pins the tasks where scx_miami ran them in the same scenario, so miami must come before it"
-sched_refused miami,eevdf-pin-obs,eevdf,eevfd "unknown scheduler 'eevfd'"
-MIAMI_BPFLAND=/nonexistent sched_refused eevdf,bpfland "bpfland needs MIAMI_BPFLAND"
+refused "eevdf-pin pins the tasks where scx_miami ran them in the same scenario, so miami must come before it" \
+	--scheds eevdf-pin,miami
+refused "unknown scheduler 'eevfd'" --scheds miami,eevdf-pin-obs,eevdf,eevfd
+MIAMI_BPFLAND=/nonexistent refused "bpfland needs MIAMI_BPFLAND" --scheds eevdf,bpfland
+refused "--repeat 0: want a whole number of runs, 1 or more" --repeat 0
 
 echo "render: $passed passed, $failed failed"
 ((failed == 0))

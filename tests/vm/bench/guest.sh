@@ -16,10 +16,13 @@
 # splits a loss into the packing's, the probes' and loader's, and the rest (struct_ops, kicks,
 # migrations: how scx_miami runs the tasks it placed).
 #
-#   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N]
+#   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N] [--repeat N]
 #
 # --scheds picks schedulers from those above (t_overload: eevdf,miami); --secs sets the window
-# (default 10, 5 with --quick).
+# (default 10, 5 with --quick). --repeat N runs each scenario's schedulers N times in turn (A B C,
+# A B C, ...: a drift of the machine over the scenario falls on all of them alike), each object
+# with its "rep" (1..N); render.py shows the median of each figure and the range of the main ones.
+# One run per case spreads by 10-25% under TCG, as much as some of the differences it measures.
 #
 # Scenarios (--quick, in `make test`: mix-1 alone, 5 s windows: bulk receivers and a
 # ping-pong, so every metric below but requests/s; t_short_conn runs lighttpd under ab there):
@@ -83,16 +86,18 @@ set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 T_NAME=bench
 
-quick=0 only= secs= only_scheds=
+quick=0 only= secs= only_scheds= repeat=1
 while (($#)); do
 	case $1 in
 	--quick) quick=1; shift ;;
 	--only) only=$2; shift 2 ;;
 	--scheds) only_scheds=$2; shift 2 ;;
 	--secs) secs=$2; shift 2 ;;
-	*) echo "usage: guest.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--secs N]" >&2; exit 2 ;;
+	--repeat) repeat=$2; shift 2 ;;
+	*) echo "usage: guest.sh [--quick] [--only SCENARIO[,...]] [--scheds S[,...]] [--secs N] [--repeat N]" >&2; exit 2 ;;
 	esac
 done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "guest.sh: --repeat $repeat: want a whole number of runs, 1 or more" >&2; exit 2; }
 out=${VM_OUT:-/tmp}/bench.jsonl
 : >"$out"
 secs=${secs:-$((quick ? 5 : 10))}
@@ -596,6 +601,8 @@ import glob, json, os, re, sys
 sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus, rr_el = sys.argv[1:]
 n, el = int(n), float(el)
 r = {"scenario": sc, "scheduler": s, "window_s": round(el, 2)}
+if int(os.environ.get("BENCH_REP") or 0):
+    r["rep"] = int(os.environ["BENCH_REP"])
 if irq_cpus:  # where the kernel or irqbalance put the IRQs: at the window's start -> end
     r["irq_cpus"] = irq_cpus
 gbps = (int(rx1) - int(rx0)) * 8 / el / 1e9  # both server NICs (received, or sent: microtx)
@@ -796,31 +803,37 @@ after_failure() {
 # start, a scheduler that did not attach) is recorded and the bench goes on: a full run takes
 # most of an hour, and one failure at run 33 of 70 used to lose everything. The exit status says
 # a run failed; bench.jsonl has a "failed" object for it (render.py shows it and --check fails).
-total=$((${#scenarios[@]} * ${#scheds[@]})) i=0 start_t=$SECONDS failed=()
+total=$((${#scenarios[@]} * ${#scheds[@]} * repeat)) i=0 start_t=$SECONDS failed=()
 for sc in "${scenarios[@]}"; do
-	for s in "${scheds[@]}"; do
-		i=$((i + 1))
-		el=$((SECONDS - start_t))
-		eta=$((i > 1 ? el * (total - i + 1) / (i - 1) : 0))
-		log "run $i of $total: $sc under $s (elapsed ${el}s, about ${eta}s left)"
-		rm -f /tmp/bench-sched.pid /tmp/bench-sampler.pid
-		set +e
-		(
+	for ((rep = 1; rep <= repeat; rep++)); do
+		export BENCH_REP=$((repeat > 1 ? rep : 0)) # run()'s JSON names the repetition when there are several
+		for s in "${scheds[@]}"; do
+			i=$((i + 1))
+			el=$((SECONDS - start_t))
+			eta=$((i > 1 ? el * (total - i + 1) / (i - 1) : 0))
+			log "run $i of $total: $sc under $s$( ((repeat == 1)) || echo ", $rep of $repeat") (elapsed ${el}s, about ${eta}s left)"
+			rm -f /tmp/bench-sched.pid /tmp/bench-sampler.pid
+			set +e
+			(
+				set -e
+				run "$sc" "$s"
+			) 2>/tmp/bench-run.err
+			rc=$?
 			set -e
-			run "$sc" "$s"
-		) 2>/tmp/bench-run.err
-		rc=$?
-		set -e
-		cat /tmp/bench-run.err >&2
-		((rc)) || continue
-		failed+=("$sc under $s")
-		[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" "/tmp/pin-rr-$sc.txt" "/tmp/pin-$sc-p"[123].txt # no eevdf-pin from an earlier run's pins
-		log "run $i of $total failed (exit $rc): $sc under $s; $(tail -n 3 /tmp/bench-run.err | tr '\n' ' ')"
-		after_failure
-		python3 -c 'import json, sys
-print(json.dumps({"scenario": sys.argv[1], "scheduler": sys.argv[2],
-                  "failed": "exit %s: %s" % (sys.argv[3], " ".join(open(sys.argv[4]).read().split()[-60:]))}))' \
-			"$sc" "$s" "$rc" /tmp/bench-run.err >>"$out"
+			cat /tmp/bench-run.err >&2
+			((rc)) || continue
+			failed+=("$sc under $s$( ((repeat == 1)) || echo " ($rep)")")
+			[[ $s != miami ]] || rm -f "/tmp/pin-$sc.txt" "/tmp/pin-rr-$sc.txt" "/tmp/pin-$sc-p"[123].txt # no eevdf-pin from an earlier run's pins
+			log "run $i of $total failed (exit $rc): $sc under $s; $(tail -n 3 /tmp/bench-run.err | tr '\n' ' ')"
+			after_failure
+			python3 -c 'import json, sys
+r = {"scenario": sys.argv[1], "scheduler": sys.argv[2],
+     "failed": "exit %s: %s" % (sys.argv[3], " ".join(open(sys.argv[4]).read().split()[-60:]))}
+if int(sys.argv[5]):
+    r["rep"] = int(sys.argv[5])
+print(json.dumps(r))' \
+				"$sc" "$s" "$rc" /tmp/bench-run.err "$BENCH_REP" >>"$out"
+		done
 	done
 done
 log "done: $total runs in $((SECONDS - start_t)) s, $out"

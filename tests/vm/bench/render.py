@@ -13,10 +13,12 @@ Usage: render.py DIR [--check [--want S,...]]
            ping-pongs' wait per run measured and their placement shares summing to 1 (mix).
   --want   the schedulers the run must have (default: eevdf, eevdf-rfs, miami, eevdf-pin).
 A run that failed (a "failed" object, tests/vm/bench/guest.sh) shows as such in its scenario's
-table, with no figures and no plot.
+table, with no figures and no plot. Several runs of a case (guest.sh --repeat) show as one row of
+medians (merge_reps()).
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -27,6 +29,7 @@ CAVEAT = ("TCG models no caches: throughput, requests/s and busy CPU per Gbit/s 
 HOST_CAVEAT = ("A real host over real NICs (scripts/bench.sh --host): throughput and CPU per "
                "Gbit/s are this machine's, with the run-to-run spread of one run per case.")
 COLS = [  # (key, header, format)
+    ("runs", "runs", "{}"),
     ("gbps_total", "Gbit/s", "{:.3f}"), ("c_kbps", "C kbit/s", "{:.0f}"),
     ("requests_per_s", "req/s", "{:.1f}"), ("p99_ms", "p99 ms", "{:.1f}"),
     ("rr_p50_us", "RR p50 us", "{:.0f}"), ("rr_p99_us", "RR p99 us", "{:.0f}"),
@@ -86,13 +89,58 @@ def flat(r):
     return d
 
 
+# Figures shown with their range over a case's runs (guest.sh --repeat): the main ones.
+RANGE = ("gbps_total", "c_kbps", "requests_per_s", "rr_trans_per_s", "rr_p99_us")
+# Taken from the median run with the dicts they come from, not each its own median: a run's
+# placement shares sum to 1, their separate medians need not.
+FROM_RUN = {"core", "cache", "other", "rr_core"}
+
+
+def merge_reps(rows):
+    """One row per (scenario, scheduler) from guest.sh --repeat's runs: each number the median
+    over the runs that did not fail, the dicts (placement, bpf_per_prog, table3's phases) those
+    of the run whose main figure is the median (the lower one of an even count), "runs" their
+    count and "<key>_range" the lowest and highest of RANGE's figures. A case of one run is left
+    as it is; one whose runs all failed keeps its first failure, and a failed run among others
+    is named in "failed_runs" (--check counts it)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], r["scheduler"]), []).append(r)
+    out = []
+    for rs in groups.values():
+        if len(rs) == 1:
+            out.append(rs[0])
+            continue
+        ok = [r for r in rs if "failed" not in r]
+        if not ok:
+            out.append(rs[0])
+            continue
+        k = main_key(ok[0])
+        ok.sort(key=lambda r: r.get(k) or 0)
+        m = dict(ok[(len(ok) - 1) // 2])
+        for key, v in list(m.items()):
+            vals = [r.get(key) for r in ok]
+            if key in FROM_RUN or key == "rep" or isinstance(v, bool) or \
+                    not all(isinstance(x, (int, float)) for x in vals):
+                continue
+            m[key] = statistics.median(vals)
+            if key in RANGE:
+                m[key + "_range"] = (min(vals), max(vals))
+        m.pop("rep", None)
+        m["runs"] = len(ok)
+        if len(ok) < len(rs):
+            m["failed_runs"] = [f"run {r.get('rep', '?')}: {r['failed']}" for r in rs if "failed" in r]
+        out.append(m)
+    return out
+
+
 def main():
     out = sys.argv[1]
     check = "--check" in sys.argv[2:]
     want = {"eevdf", "eevdf-rfs", "miami", "eevdf-pin"}
     if "--want" in sys.argv[2:-1]:
         want = set(sys.argv[sys.argv.index("--want") + 1].split(","))
-    rows = [flat(json.loads(l)) for l in open(f"{out}/bench.jsonl") if l.strip()]
+    rows = merge_reps([flat(json.loads(l)) for l in open(f"{out}/bench.jsonl") if l.strip()])
     meta = json.load(open(f"{out}/run.json")) if os.path.exists(f"{out}/run.json") else {}
     scen = list(dict.fromkeys(r["scenario"] for r in rows))
     scheds = list(dict.fromkeys(r["scheduler"] for r in rows))
@@ -117,8 +165,9 @@ def main():
                 continue
             cells = []
             for k, _, fmt in cols:
-                v = r.get(k)
-                cells.append("-" if v is None else fmt.format(v))
+                v, rg = r.get(k), r.get(k + "_range")
+                cells.append("-" if v is None else fmt.format(v) + (
+                    f" ({fmt.format(rg[0])}-{fmt.format(rg[1])})" if rg else ""))
             ratio = next((f"{k} {r[k] / base[k]:.2f}x" for k in RATIO
                           if r.get(k) and base.get(k)), "-")
             # Against EEVDF with the same tasks pinned where scx_miami ran them: what is left
@@ -143,6 +192,8 @@ def main():
                 if "failed" in r:
                     errors.append(f"{sc}/{s}: the run failed: {r['failed']}")
                     continue
+                for f in r.get("failed_runs", []):
+                    errors.append(f"{sc}/{s}: {f}")
                 for k in ("gbps_total", "requests_per_s", "rr_trans_per_s"):
                     if k in r and not r[k]:
                         errors.append(f"{sc}/{s}: {k} is {r[k]}")
@@ -216,6 +267,11 @@ def summary(rows, scen):
           "scx_miami / scx_bpfland | loader CPU-s/s, scx_miami / scx_bpfland |",
           "| --- |" + " --- |" * 9]
     ops_total = [0, 0]
+    runs = sorted({r["runs"] for r in by.values() if "runs" in r})
+    if runs:
+        md[3:3] = ["", f"Each figure is the median of {'-'.join(map(str, runs[::len(runs) - 1 or 1]))} "
+                   "runs per case, the schedulers in turn (guest.sh --repeat); the scenario tables "
+                   "give the ranges of the main ones."]
     met = {g: [0, 0] for g, _, _ in GOALS}
     for sc in scen:
         m, e, b, pin = (by.get((sc, s)) for s in ("miami", "eevdf", "bpfland", "eevdf-pin"))
