@@ -114,6 +114,8 @@ pub struct Config {
     pub inject_error: Option<(u32, std::time::Duration)>,
     /// --test-time-dispatch: ops.dispatch() timed by outcome.
     pub time_dispatch: bool,
+    /// --observe's context-switch probe (off with --test-observe-no-switch).
+    pub observe_switch: bool,
 }
 
 fn positive_secs(option: &'static str, v: Option<f64>) -> Result<(), Invalid> {
@@ -263,6 +265,7 @@ impl Config {
             stats_socket,
             inject_error,
             time_dispatch: o.test_time_dispatch,
+            observe_switch: !o.test_observe_no_switch,
             slice_ns: slice_us * 1000,
             release_ns: release_ms * 1_000_000,
             intens_win_ns: win_ms * 1_000_000,

@@ -226,6 +226,12 @@ pub struct Opts {
     #[arg(long, hide = true)]
     pub test_time_dispatch: bool,
 
+    /// Test only: --observe without its context-switch probe, so without the tier figures: the
+    /// TCP probes and the agent's rounds alone, which is what scx_miami runs besides its ops. For
+    /// `make bench`'s eevdf-pin-obs, which measures placement with a probe of its own.
+    #[arg(long, hide = true, requires = "observe")]
+    pub test_observe_no_switch: bool,
+
     /// libbpf's object open options (the scx schedulers' common set).
     #[command(flatten, next_help_heading = "Libbpf options")]
     pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,

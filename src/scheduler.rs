@@ -213,6 +213,9 @@ impl<'a> Scheduler<'a> {
                     prog.set_autoload(false);
                 }
             }
+            skel.progs
+                .miami_observe_switch
+                .set_autoload(cfg.observe_switch);
             skel
         } else {
             let mut skel = scx_ops_open!(builder, open_object, miami_ops, open_opts)?;

@@ -75,6 +75,7 @@ fn defaults() {
             stats_socket: "/var/run/scx/root/stats".into(),
             inject_error: None,
             time_dispatch: false,
+            observe_switch: true,
         }
     );
 }

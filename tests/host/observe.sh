@@ -6,7 +6,7 @@
 #   - it starts (no sched_ext needed), says it is observing, and serves stats;
 #   - its TCP probes are the fentry ones, or where the kernel refuses fentry (this project's
 #     build hosts force lockdown) the tracepoint ones, after a warning that says so: the
-#     programs loaded match the warning;
+#     programs loaded match the warning; its context-switch probe is loaded too;
 #   - its probes count the calls of an iperf3 transfer, and the task table lists the transfer's
 #     threads with an intensiveness and no IRQ CPU (-1: loopback names none);
 #   - the agent's loads: a CPU kept busy by a pinned spinner reads at least 90% busy
@@ -25,7 +25,8 @@
 #     first one's);
 #   - SIGINT ends it with exit 0 and nothing of ours stays loaded (bpftool), the socket gone;
 #   - two started at the same moment: one runs, the other exits 1 naming it; --stats-socket
-#     serves elsewhere and --monitor reads it there;
+#     serves elsewhere and --monitor reads it there; with --test-observe-no-switch it loads
+#     the TCP probes and no context-switch probe;
 #   - a socket another program answers on is refused (exit 1, whose it is), not taken over.
 # Prints PASS/FAIL lines and "N passed, N failed"; exits 1 on any failure.
 set -uo pipefail
@@ -76,6 +77,7 @@ else
 	echo "observe: TCP probes on fentry"
 	check_eq "TCP probe programs loaded, tracepoint and fentry" "$tp $fe" "0 4"
 fi
+check_eq "context-switch probe loaded" "$(grep -c 'name miami_observe_s' <<<"$progs" || true)" 1
 iperf3 -c 127.0.0.1 -p $port -t 4 >/dev/null 2>&1 &
 cl=$!
 sleep 3
@@ -130,12 +132,14 @@ check_eq "stats socket left" "$([[ -e /var/run/scx/root/stats ]] && echo yes || 
 # Two started at the same moment: the instance lock lets one through, the other exits 1 and
 # names it. (A connect to the stats socket, the check before the lock, let both through: the
 # socket comes up only after the BPF load.) The one that runs serves on --stats-socket, where
-# --monitor reads it with the same option, and removes it on exit.
+# --monitor reads it with the same option, and removes it on exit. Both without the
+# context-switch probe (--test-observe-no-switch, for the bench's eevdf-pin-obs): the one that
+# runs loads none.
 sdir=$(mktemp -d)
 sock=$sdir/stats
-"$bin" --observe --stats-socket "$sock" >"$log.a" 2>&1 &
+"$bin" --observe --test-observe-no-switch --stats-socket "$sock" >"$log.a" 2>&1 &
 a=$!
-"$bin" --observe --stats-socket "$sock" >"$log.b" 2>&1 &
+"$bin" --observe --test-observe-no-switch --stats-socket "$sock" >"$log.b" 2>&1 &
 b=$!
 for i in $(seq 100); do
 	[[ -S $sock ]] && ! { kill -0 "$a" && kill -0 "$b"; } 2>/dev/null && break
@@ -144,6 +148,9 @@ done
 alive=$( (kill -0 "$a" && echo "$a"; kill -0 "$b" && echo "$b") 2>/dev/null)
 check_eq "two started together: how many run once the socket is up" "$(grep -c . <<<"$alive")" 1
 run=${alive:-$a}
+check_eq "--test-observe-no-switch: context-switch probe loaded" \
+	"$(bpftool prog show 2>/dev/null | grep -c 'name miami_observe_s' || true)" 0
+check_eq "... and the TCP probes" "$(bpftool prog show 2>/dev/null | grep -c 'name miami_t[pc][p_]' || true)" "$((tp + fe))"
 if ((run == a)); then lost=$b lostlog=$log.b; else lost=$a lostlog=$log.a; fi
 lrc=0
 wait "$lost" || lrc=$?

@@ -11,10 +11,12 @@
 # packed on fewer vCPUs get less host CPU whoever packs them, while BPF, the loader and cross-CPU
 # kicks cost only under scx_miami. In table3, whose processes start inside the run, each is pinned
 # as its phase starts, to where it ran most in that phase under scx_miami. eevdf-pin-obs (only
-# when asked for with --scheds): eevdf-pin with `scx_miami --observe` attached, its TCP probes and
-# its agent's rounds without its scheduling, so that eevdf-pin -> eevdf-pin-obs -> scx_miami
-# splits a loss into the packing's, the probes' and loader's, and the rest (struct_ops, kicks,
-# migrations: how scx_miami runs the tasks it placed).
+# when asked for with --scheds): eevdf-pin with `scx_miami --observe --test-observe-no-switch`
+# attached, its TCP probes and its agent's rounds without its scheduling (and without the
+# context-switch probe of --observe, which scx_miami does not run: its ops do that bookkeeping
+# and count as struct_ops; runs before stop 42 had it), so that eevdf-pin -> eevdf-pin-obs ->
+# scx_miami splits a loss into the packing's, the probes' and loader's, and the rest (struct_ops,
+# kicks, migrations: how scx_miami runs the tasks it placed).
 #
 #   guest.sh [--quick] [--only SCENARIO[,SCENARIO...]] [--scheds S[,S...]] [--secs N] [--repeat N]
 #
@@ -232,7 +234,7 @@ start() {
 	bpfland) MIAMI_BIN=$MIAMI_BPFLAND SCHED_OPS_PREFIX=bpfland SCHED_ALL_NICS=1 sched_start ;;
 	miami) sched_start ${MIAMI_BENCH_TIME_DISPATCH:+--test-time-dispatch} ;;
 	eevdf-pin) SCHED_PID= ;;
-	eevdf-pin-obs) sched_start --observe ;;
+	eevdf-pin-obs) sched_start --observe --test-observe-no-switch ;; # the probes scx_miami runs, not --observe's own
 	*) echo "guest.sh: start: '$1' is in known_scheds but has no start here" >&2; return 2 ;;
 	esac
 	echo "${SCHED_PID:-}" >/tmp/bench-sched.pid # for after_failure(): run() runs in a subshell

@@ -224,6 +224,7 @@ def main():
 # 0.95x EEVDF's, its struct_ops programs at most 1.2x scx_bpfland's ns per call, its loader at
 # most 2x scx_bpfland's CPU.
 GOALS = (("vs EEVDF", 0.95, ">="), ("struct_ops", 1.2, "<="), ("loader", 2.0, "<="))
+OPS_BOUND = GOALS[1][1]  # the per-call bound, applied to the per-second figure beside it
 
 
 def ratio(a, b, key):
@@ -286,7 +287,7 @@ def summary(rows, scen):
                 met[g][0] += vs[g] >= bound if op == ">=" else vs[g] <= bound
         if (t := ratio(m, b, "bpf_ops_ms_per_s")) is not None:
             ops_total[1] += 1
-            ops_total[0] += t <= 1.2
+            ops_total[0] += t <= OPS_BOUND
         pp = pin_pp = "-"
         if "rr_trans_per_s" in m:
             pp = f"{x(ratio(m, e, 'rr_trans_per_s'))}, {x(ratio(m, e, 'rr_p99_us'))}"
@@ -315,7 +316,7 @@ def summary(rows, scen):
         md.append(f"- {what}: {n} of {of} scenarios.")
     if ops_total[1]:
         md.append(f"- (Not a goal of the issue, which asks per call: struct_ops ms per s at most "
-                  f"1.2x scx_bpfland's: {ops_total[0]} of {ops_total[1]} scenarios.)")
+                  f"{OPS_BOUND}x scx_bpfland's: {ops_total[0]} of {ops_total[1]} scenarios.)")
     return md + [""] + split(by, scen)
 
 

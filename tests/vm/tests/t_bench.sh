@@ -134,7 +134,8 @@ print(",".join(out))' "$j")" "A,AB,ABC"
 # reads that tier in at least 0.95 of its phase's runtime (a hand derivation from the pins).
 # EEVDF left alone ran C on CPU 0 4.4% of the time (bench-20261127b), scx_miami nearly always:
 # the check fails if the pins are not applied. eevdf-pin shares the pinning; what
-# eevdf-pin-obs adds is checked after: the probes' cost read, and no struct_ops program.
+# eevdf-pin-obs adds is checked after: the probes' cost read, and no struct_ops program nor
+# --observe's context-switch probe, which scx_miami does not run (--test-observe-no-switch).
 out3=/tmp/bench-t3pin
 mkdir -p "$out3"
 VM_OUT=$out3 "$(dirname "$0")/../bench/guest.sh" --only table3 --scheds eevdf-pin-obs --secs 5
@@ -150,11 +151,12 @@ for ph in r["phases"]:
         if len(t) == 1 and (ph[g][next(iter(t))] or 0) < 0.95:
             out.append("phase %d %s: pins %s, got %s" % (ph["phase"], g, [pins[i] for i in groups[g]], ph[g]))
 print(" ".join(out) or "ok")' "$out3/bench.jsonl")" ok
-check_eq "eevdf-pin-obs: probes timed, no struct_ops, the loader's CPU read" "$(python3 -c 'import json, sys
+check_eq "eevdf-pin-obs: probes timed, no struct_ops nor context-switch probe, the loader's CPU read" "$(python3 -c 'import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])][0]
 p = r.get("bpf_per_prog") or {}
 ok = (r.get("bpf_ns_per_probe") or 0) > 0 and r.get("bpf_ns_per_op") is None and "miami_tcp_sendmsg" in p \
-    and not any(k in p for k in ("miami_dispatch", "miami_enqueue")) and r.get("sched_cpu_s_per_s", -1) >= 0
+    and not any(k in p for k in ("miami_dispatch", "miami_enqueue", "miami_observe_switch")) \
+    and r.get("sched_cpu_s_per_s", -1) >= 0
 print("ok" if ok else "got %s" % {k: r.get(k) for k in ("bpf_ns_per_probe", "bpf_ns_per_op", "bpf_per_prog", "sched_cpu_s_per_s")})' "$out3/bench.jsonl")" ok
 # dispatch() by outcome: the calls that moved nothing and those that took from the CPU's own DSQ
 # (both happen in every shape) timed, and the mean over all outcomes, weighted by their calls,
