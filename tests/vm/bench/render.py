@@ -128,6 +128,7 @@ def merge_reps(rows):
                 m[key + "_range"] = (min(vals), max(vals))
         m.pop("rep", None)
         m["runs"] = len(ok)
+        m["reps"] = {r["rep"]: r for r in ok if "rep" in r}  # for ratio()'s pairs
         if len(ok) < len(rs):
             m["failed_runs"] = [f"run {r.get('rep', '?')}: {r['failed']}" for r in rs if "failed" in r]
         out.append(m)
@@ -168,17 +169,17 @@ def main():
                 v, rg = r.get(k), r.get(k + "_range")
                 cells.append("-" if v is None else fmt.format(v) + (
                     f" ({fmt.format(rg[0])}-{fmt.format(rg[1])})" if rg else ""))
-            ratio = next((f"{k} {r[k] / base[k]:.2f}x" for k in RATIO
-                          if r.get(k) and base.get(k)), "-")
+            vs = next((f"{k} {ratio(r, base, k):.2f}x" for k in RATIO
+                       if r.get(k) and base.get(k)), "-")
             # Against EEVDF with the same tasks pinned where scx_miami ran them: what is left
             # of a loss once the emulator's share (packing on fewer vCPUs) is taken out.
             # eevdf-pin-obs (when run) adds scx_miami's probes and agent to eevdf-pin: scx_miami
             # against it is what is left once the probes' and loader's share is out too.
             for ref in ("eevdf-pin", "eevdf-pin-obs") if s == "miami" else ():
                 pin = rs.get(ref, {})
-                ratio += next((f"; {r[k] / pin[k]:.2f}x {ref}" for k in RATIO
-                               if r.get(k) and pin.get(k)), "")
-            md.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+                vs += next((f"; {ratio(r, pin, k):.2f}x {ref}" for k in RATIO
+                            if r.get(k) and pin.get(k)), "")
+            md.append(f"| {s} | " + " | ".join(cells) + f" | {vs} |")
         md.append("")
         md += phases(rs)
         md.append(f"![{sc}]({sc}.png)")
@@ -228,6 +229,14 @@ OPS_BOUND = GOALS[1][1]  # the per-call bound, applied to the per-second figure 
 
 
 def ratio(a, b, key):
+    """a's figure over b's. For cases of several runs (merge_reps()), the median of the ratios
+    of the runs of the same repetition: those ran one after the other, so a drift of the machine
+    cancels in each pair, where a ratio of two medians pairs runs minutes apart."""
+    ra, rb = (a or {}).get("reps") or {}, (b or {}).get("reps") or {}
+    pairs = [(ra[n].get(key), rb[n].get(key)) for n in ra if n in rb]
+    pairs = [(x, y) for x, y in pairs if x and y]
+    if pairs:
+        return statistics.median(x / y for x, y in pairs)
     x, y = (a or {}).get(key), (b or {}).get(key)
     return x / y if x and y else None
 
@@ -301,7 +310,7 @@ def summary(rows, scen):
             a, c = (m.get(key), (b or {}).get(key))
             if a is None:
                 return "-"
-            return fmt.format(a) + (f" / {fmt.format(c)} = {x(a / c)}" if c else "")
+            return fmt.format(a) + (f" / {fmt.format(c)} = {x(ratio(m, b, key))}" if c else "")
 
         md.append(f"| {sc} | {pct(share(m))} / {pct(share(e))} / {pct(share(b))} "
                   f"| {x(vs['vs EEVDF'])} | {x(ratio(m, pin, k))} | {x(ratio(b, e, k))} | {pp} | {pin_pp} "
@@ -338,7 +347,9 @@ def split(by, scen):
           "eevdf-pin: EEVDF with the measured tasks pinned where scx_miami ran them most; "
           "eevdf-pin-obs: the same with `scx_miami --observe` (its TCP probes and its agent, no "
           "struct_ops). So packing is eevdf-pin / EEVDF, probes and loader eevdf-pin-obs / "
-          "eevdf-pin, scheduling scx_miami / eevdf-pin-obs, and their product scx_miami / EEVDF. "
+          "eevdf-pin, scheduling scx_miami / eevdf-pin-obs, and their product scx_miami / EEVDF "
+          "(with several runs per case, each ratio is the median of the runs' paired ratios, "
+          "which need not multiply out). "
           "\"Below 0.95x from\": the parts below 0.95x where scx_miami is below 0.95x EEVDF.", "",
           "| scenario | figure: EEVDF / eevdf-pin / eevdf-pin-obs / scx_miami | packing "
           "| probes and loader | scheduling | scx_miami vs EEVDF | below 0.95x from |",
