@@ -538,8 +538,13 @@ run() {
 	bpf_cost >/tmp/bpf0.txt
 	sched_waits /tmp/wait0.txt "${srv[@]}"
 	# The ping-pongs' readings right at the window's edges, with their own clock (rr_el).
-	local rt0=$EPOCHREALTIME rr_el sampler=
+	local rt0=$EPOCHREALTIME rr_el sampler= peers=()
 	sched_waits /tmp/rwait0.txt "${rr[@]}"
+	# Their peers: the netserver processes of the client namespace (the daemon and a child per
+	# connection), which this guest's scheduler runs too, where on real hosts another machine's
+	# would. Their wait is part of every round trip.
+	((${#rr[@]} == 0)) || mapfile -t peers < <(pgrep -x netserver)
+	sched_waits /tmp/pwait0.txt "${peers[@]}"
 	if ((${#rr[@]})); then
 		cpu_sampler /tmp/rr-cpus.txt "${rr[@]}" & sampler=$!
 		echo "$sampler" >/tmp/bench-sampler.pid # for after_failure()
@@ -551,6 +556,7 @@ run() {
 		wait "$probe" || true
 	fi
 	sched_waits /tmp/rwait1.txt "${rr[@]}"
+	sched_waits /tmp/pwait1.txt "${peers[@]}"
 	[[ -z $sampler ]] || { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
 	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))
 	rr_el=$((rr_el / 1000000)).$(printf %06d $((rr_el % 1000000)))
@@ -697,6 +703,13 @@ if sc.startswith("mix-"):
                 # Times they were put on a CPU per transaction: a client that blocks once per
                 # round trip runs about once; more is preemption or a wakeup that ran nothing.
                 r["rr_runs_per_trans"] = round(runs / float(rr_el) / r["rr_trans_per_s"], 3)
+        # The same of their peers (netserver): run-queue wait per run, CPU per transaction.
+        v0, v1 = waits("/tmp/pwait0.txt"), waits("/tmp/pwait1.txt")
+        d = [tuple(x - y for x, y in zip(v1[t], v0[t])) for t in v1 if t in v0]
+        pruns = sum(x[2] for x in d)
+        if pruns and r.get("rr_trans_per_s"):
+            r["rr_peer_wait_us"] = round(sum(x[1] for x in d) / 1e3 / pruns, 1)
+            r["rr_peer_cpu_us_per_trans"] = round(sum(x[0] for x in d) / 1e3 / float(rr_el) / r["rr_trans_per_s"], 1)
     except (OSError, ValueError):
         pass
     # Where they ran (cpu_sampler): shares of the samples on NIC A's IRQ CPU (core), elsewhere
@@ -771,7 +784,7 @@ if s == "miami":
         r["dispatch_us"] = us or None
 print(json.dumps(r))
 PY
-	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/rr-cpus.txt /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/{,r}wait[01].txt
+	rm -f /tmp/b-*.out /tmp/rr-*.out /tmp/rr-cpus.txt /tmp/ab.csv /tmp/t3-* /tmp/probe.json /tmp/{,r,p}wait[01].txt
 }
 
 # After a run that failed half-way (run() in a subshell, below): end what it may have left

@@ -37,6 +37,7 @@ COLS = [  # (key, header, format)
     ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_cpu_us_per_trans", "RR CPU us/trans", "{:.0f}"),
     ("rr_migrations_per_trans", "RR migr/trans", "{:.3f}"),
     ("rr_runs_per_trans", "RR runs/trans", "{:.2f}"),
+    ("rr_peer_wait_us", "RR peer wait us", "{:.0f}"), ("rr_peer_cpu_us_per_trans", "RR peer CPU us/trans", "{:.0f}"),
     ("rr_core", "RR on IRQ CPU", "{:.1%}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
@@ -345,8 +346,9 @@ def split(by, scen):
         return []
     md = ["## Where scx_miami's figure goes: packing, probes and loader, scheduling", "",
           "eevdf-pin: EEVDF with the measured tasks pinned where scx_miami ran them most; "
-          "eevdf-pin-obs: the same with `scx_miami --observe` (its TCP probes and its agent, no "
-          "struct_ops). So packing is eevdf-pin / EEVDF, probes and loader eevdf-pin-obs / "
+          "eevdf-pin-obs: the same with `scx_miami --observe --test-observe-no-switch` (its TCP "
+          "probes and its agent; no struct_ops, nor --observe's own context-switch probe, which "
+          "runs before stop 42 had). So packing is eevdf-pin / EEVDF, probes and loader eevdf-pin-obs / "
           "eevdf-pin, scheduling scx_miami / eevdf-pin-obs, and their product scx_miami / EEVDF "
           "(with several runs per case, each ratio is the median of the runs' paired ratios, "
           "which need not multiply out). "
