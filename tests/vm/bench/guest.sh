@@ -67,20 +67,20 @@
 # CPUs named below), the neutral probe runs on the last CPU (MIAMI_BENCH_PROBE_CPU), and the
 # IRQ affinity, RFS and bpf_stats_enabled are put back at exit.
 # Metrics per run: throughput (bytes received by the server NICs over the window, Gbit/s),
-# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run,
-# CPU time, moves between CPUs and times put on a CPU (schedstat, se.nr_migrations: rr_wait_us,
-# rr_cpu_ms_per_s, rr_migrations_per_s and per transaction, rr_runs_per_trans) and where they
-# ran (rr_placement: their CPU sampled every 0.1 s, against NIC A's IRQ CPU, which carries their
-# traffic), placement of the
-# receivers or server (probe.py, shares of core/cache/other against their NIC's IRQ CPU), their
-# migrations and run-queue wait (schedstat: the share of their runnable time spent queued), the
-# guest's busy CPU per Gbit/s (/proc/stat), softirq share on the IRQ CPUs, BPF cost
-# (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and tracing programs, ms of
-# BPF per second, and per program its ns per call and calls per second: bpf_per_prog), the scheduler
-# process's own CPU time, and for scx_miami the share of its dispatch() calls that moved a task, by
-# source (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the time of those calls, in us per
-# call by outcome (dispatch_us: --test-time-dispatch, two clock reads more per call, so its BPF cost
-# figures are not comparable with runs without).
+# requests/s and p99, round-trip p50/p99 (us) and the ping-pong clients' run-queue wait per run, CPU
+# time, moves between CPUs and times put on a CPU (schedstat, se.nr_migrations: rr_wait_us,
+# rr_cpu_ms_per_s, rr_migrations_per_s and per transaction, rr_runs_per_trans), their peers'
+# (netserver) wait per run and CPU per transaction (rr_peer_wait_us, rr_peer_cpu_us_per_trans), and
+# where they ran (rr_placement: their CPU sampled every 0.1 s, against NIC A's IRQ CPU, which
+# carries their traffic), placement of the receivers or server (probe.py, shares of core/cache/other
+# against their NIC's IRQ CPU), their migrations and run-queue wait (schedstat: the share of their
+# runnable time spent queued), the guest's busy CPU per Gbit/s (/proc/stat), softirq share on the
+# IRQ CPUs, BPF cost (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and
+# tracing programs, ms of BPF per second, and per program its ns per call and calls per second:
+# bpf_per_prog), the scheduler process's own CPU time, and for scx_miami the share of its dispatch()
+# calls that moved a task, by source (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the
+# time of those calls, in us per call by outcome (dispatch_us: --test-time-dispatch, two clock reads
+# more per call, so its BPF cost figures are not comparable with runs without).
 # A run that fails is recorded ({"scenario", "scheduler", "failed": its last error lines}), what
 # it left running is ended (after_failure()), and the next run goes on; the exit status is 1 if
 # any failed. MIAMI_BENCH_FAIL=SCENARIO:SCHEDULER fails that run once its flows are up (t_bench).
