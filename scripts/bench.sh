@@ -50,6 +50,7 @@ if [[ -n $scenarios ]]; then
 	[[ -z $s2 ]] || { only2=(--only "$s2"); boots+=(2); }
 	[[ -z $s4 ]] || { only4=(--only "$s4"); boots+=(4); }
 fi
+# guest.sh checks it too; here before a guest boots for it.
 [[ -z ${repeat[*]} || ${repeat[1]} =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "bench: --repeat ${repeat[1]}: want a whole number of runs, 1 or more" >&2; exit 2; }
 only+=("${scheds[@]}" "${repeat[@]}")

@@ -204,6 +204,7 @@ else
 	[[ ${VM_NICS:-2} != 4 ]] || { PAIRS=(A B C D); PROBE_CPU=$(($(nproc) - 1)); }
 fi
 bg "${CLI_EXEC[@]}" netserver -L "$ADDR_A_CLI" -p 12865 -D
+NETSERVER_PID=$BG_PID # netserver itself where the peer is this machine (ip netns exec execs it)
 if [[ " ${scenarios[*]} " == *" table3 "* ]]; then
 	"${CLI_EXEC[@]}" test -x "$PACER" || { echo "guest.sh: table3 needs $PACER on the client side too (make build writes it)" >&2; exit 2; }
 	bg "${CLI_EXEC[@]}" "$PACER" sink 7001
@@ -538,12 +539,17 @@ run() {
 	bpf_cost >/tmp/bpf0.txt
 	sched_waits /tmp/wait0.txt "${srv[@]}"
 	# The ping-pongs' readings right at the window's edges, with their own clock (rr_el).
-	local rt0=$EPOCHREALTIME rr_el sampler= peers=()
+	local rt0=$EPOCHREALTIME rr_el sampler= peers=() kids=()
 	sched_waits /tmp/rwait0.txt "${rr[@]}"
-	# Their peers: the netserver processes of the client namespace (the daemon and a child per
-	# connection), which this guest's scheduler runs too, where on real hosts another machine's
-	# would. Their wait is part of every round trip.
-	((${#rr[@]} == 0)) || mapfile -t peers < <(pgrep -x netserver)
+	# Their peers: our netserver (the daemon and its child per connection) where it runs on this
+	# machine, as in the guest's client namespace, whose scheduler is then the one measured; on
+	# real hosts (ssh) it is another machine's, and none is read. Their wait is part of every
+	# round trip.
+	if ((${#rr[@]})) && [[ $(cat "/proc/$NETSERVER_PID/comm" 2>/dev/null) == netserver ]]; then
+		peers=("$NETSERVER_PID")
+		read -r -a kids <"/proc/$NETSERVER_PID/task/$NETSERVER_PID/children" || true # no newline: read returns 1
+		peers+=("${kids[@]}")
+	fi
 	sched_waits /tmp/pwait0.txt "${peers[@]}"
 	if ((${#rr[@]})); then
 		cpu_sampler /tmp/rr-cpus.txt "${rr[@]}" & sampler=$!
@@ -690,26 +696,25 @@ if sc.startswith("mix-"):
     # second, which on a CPU that takes softirq work also holds what that work's interrupts
     # took while they ran (no IRQ time accounting in Debian's kernels); and their moves between
     # CPUs per second and per transaction.
+    def window(name):  # (run_ns, wait_ns, runs, migrations) over the window, summed over threads
+        v0, v1 = waits(f"/tmp/{name}0.txt"), waits(f"/tmp/{name}1.txt")
+        return [sum(c) for c in zip((0, 0, 0, 0), *(tuple(x - y for x, y in zip(v1[t], v0[t])) for t in v1 if t in v0))]
     try:
-        v0, v1 = waits("/tmp/rwait0.txt"), waits("/tmp/rwait1.txt")
-        d = [tuple(x - y for x, y in zip(v1[t], v0[t])) for t in v1 if t in v0]
-        runs = sum(x[2] for x in d)
+        rt, qw, runs, mig = window("rwait")
         if runs:
-            r["rr_wait_us"] = round(sum(x[1] for x in d) / 1e3 / runs, 1)
-            r["rr_cpu_ms_per_s"] = round(sum(x[0] for x in d) / 1e6 / float(rr_el), 1)
-            r["rr_migrations_per_s"] = round(sum(x[3] for x in d) / float(rr_el), 1)
+            r["rr_wait_us"] = round(qw / 1e3 / runs, 1)
+            r["rr_cpu_ms_per_s"] = round(rt / 1e6 / float(rr_el), 1)
+            r["rr_migrations_per_s"] = round(mig / float(rr_el), 1)
             if r.get("rr_trans_per_s"):
                 r["rr_migrations_per_trans"] = round(r["rr_migrations_per_s"] / r["rr_trans_per_s"], 3)
                 # Times they were put on a CPU per transaction: a client that blocks once per
                 # round trip runs about once; more is preemption or a wakeup that ran nothing.
                 r["rr_runs_per_trans"] = round(runs / float(rr_el) / r["rr_trans_per_s"], 3)
         # The same of their peers (netserver): run-queue wait per run, CPU per transaction.
-        v0, v1 = waits("/tmp/pwait0.txt"), waits("/tmp/pwait1.txt")
-        d = [tuple(x - y for x, y in zip(v1[t], v0[t])) for t in v1 if t in v0]
-        pruns = sum(x[2] for x in d)
-        if pruns and r.get("rr_trans_per_s"):
-            r["rr_peer_wait_us"] = round(sum(x[1] for x in d) / 1e3 / pruns, 1)
-            r["rr_peer_cpu_us_per_trans"] = round(sum(x[0] for x in d) / 1e3 / float(rr_el) / r["rr_trans_per_s"], 1)
+        rt, qw, runs, _ = window("pwait")
+        if runs and r.get("rr_trans_per_s"):
+            r["rr_peer_wait_us"] = round(qw / 1e3 / runs, 1)
+            r["rr_peer_cpu_us_per_trans"] = round(rt / 1e3 / float(rr_el) / r["rr_trans_per_s"], 1)
     except (OSError, ValueError):
         pass
     # Where they ran (cpu_sampler): shares of the samples on NIC A's IRQ CPU (core), elsewhere

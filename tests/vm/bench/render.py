@@ -37,7 +37,8 @@ COLS = [  # (key, header, format)
     ("rr_cpu_ms_per_s", "RR CPU ms/s", "{:.0f}"), ("rr_cpu_us_per_trans", "RR CPU us/trans", "{:.0f}"),
     ("rr_migrations_per_trans", "RR migr/trans", "{:.3f}"),
     ("rr_runs_per_trans", "RR runs/trans", "{:.2f}"),
-    ("rr_peer_wait_us", "RR peer wait us", "{:.0f}"), ("rr_peer_cpu_us_per_trans", "RR peer CPU us/trans", "{:.0f}"),
+    ("rr_peer_wait_us", "RR peer wait us", "{:.0f}"),
+    ("rr_peer_cpu_us_per_trans", "RR peer CPU us/trans", "{:.0f}"),
     ("rr_core", "RR on IRQ CPU", "{:.1%}"),
     ("core", "core", "{:.1%}"), ("cache", "cache", "{:.1%}"), ("other", "other", "{:.1%}"),
     ("queued_share", "queued", "{:.1%}"), ("migrations", "migr", "{}"),
@@ -131,7 +132,8 @@ def merge_reps(rows):
         m["runs"] = len(ok)
         m["reps"] = {r["rep"]: r for r in ok if "rep" in r}  # for ratio()'s pairs
         if len(ok) < len(rs):
-            m["failed_runs"] = [f"run {r.get('rep', '?')}: {r['failed']}" for r in rs if "failed" in r]
+            m["failed_runs"] = [f"run {r.get('rep', '?')}: {r['failed']}"
+                                for r in rs if "failed" in r]
         out.append(m)
     return out
 
@@ -280,9 +282,9 @@ def summary(rows, scen):
     ops_total = [0, 0]
     runs = sorted({r["runs"] for r in by.values() if "runs" in r})
     if runs:
-        md[3:3] = ["", f"Each figure is the median of {'-'.join(map(str, runs[::len(runs) - 1 or 1]))} "
-                   "runs per case, the schedulers in turn (guest.sh --repeat); the scenario tables "
-                   "give the ranges of the main ones."]
+        n = f"{runs[0]}" if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+        md[3:3] = ["", f"Each figure is the median of {n} runs per case, the schedulers in turn "
+                   "(guest.sh --repeat); the scenario tables give the ranges of the main ones."]
     met = {g: [0, 0] for g, _, _ in GOALS}
     for sc in scen:
         m, e, b, pin = (by.get((sc, s)) for s in ("miami", "eevdf", "bpfland", "eevdf-pin"))
@@ -348,8 +350,9 @@ def split(by, scen):
           "eevdf-pin: EEVDF with the measured tasks pinned where scx_miami ran them most; "
           "eevdf-pin-obs: the same with `scx_miami --observe --test-observe-no-switch` (its TCP "
           "probes and its agent; no struct_ops, nor --observe's own context-switch probe, which "
-          "runs before stop 42 had). So packing is eevdf-pin / EEVDF, probes and loader eevdf-pin-obs / "
-          "eevdf-pin, scheduling scx_miami / eevdf-pin-obs, and their product scx_miami / EEVDF "
+          "runs before stop 42 had). So packing is eevdf-pin / EEVDF, probes and loader "
+          "eevdf-pin-obs / eevdf-pin, scheduling scx_miami / eevdf-pin-obs, and their product "
+          "scx_miami / EEVDF "
           "(with several runs per case, each ratio is the median of the runs' paired ratios, "
           "which need not multiply out). "
           "\"Below 0.95x from\": the parts below 0.95x where scx_miami is below 0.95x EEVDF.", "",
