@@ -138,6 +138,11 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
 /*
  * Does @cpu have room for one more network task? For the task's own previous CPU the load
  * already includes the task itself, so staying there adds nothing: only the queue counts.
+ * @high: the task is class high and @cpu is its IRQ CPU. Then only class-high tasks there
+ * count, since the others give way to it (section 1 of main.bpf.c): counted, the low-class
+ * tasks that take a free IRQ CPU while the bulk task is away kept it out for good once they
+ * were busy enough (t_table3 in CI: four paced senders at 20-25% of a CPU each held it to 33%
+ * core tier, where a faster machine gave it 100%).
  * A network task running there on a slice dispatch() refilled (alone there for a slice or
  * more) counts as a full CPU: ops.stopping() charges net_load, so until it stops load_read()
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
@@ -146,7 +151,7 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * Global, not static: pick_net_cpu() calls it five times, and inlined each call forked the
  * verifier's states.
  */
-__noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now)
+__noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now, bool high)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
@@ -154,9 +159,9 @@ __noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now)
 		return false;
 	if (cpu == prev_cpu)
 		return true;
-	if (cpuc->cur_net && cpuc->refilled)
+	if ((high ? cpuc->cur_high : cpuc->cur_net) && cpuc->refilled)
 		return false;
-	return load_read(&cpuc->net_load, now) * 100 < net_room_pct * 1024;
+	return load_read(&cpuc->net_load, high, now) * 100 < net_room_pct * 1024;
 }
 
 /* Let @p, alone on @cpu, run on for another slice; a network task then fills @cpu (has_room()). */

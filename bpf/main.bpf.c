@@ -13,7 +13,9 @@
  * most intensive connection represents it. Two boundaries, written by user space at run time,
  * split intensiveness into three classes:
  *
- *   high    intens >= class_high_min     claims the core tier, even from non-network work
+ *   high    intens >= class_high_min     claims the core tier, even from non-network work and
+ *                                        from the lower classes (their load there is no
+ *                                        obstacle to it: has_room())
  *   middle  intens >= class_middle_min   core tier when free, else cache, else queues on core
  *   low     below                        core tier only when free, else cache; gives way first
  *
@@ -226,7 +228,7 @@ __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 			*idle = true;
 			return cpu;
 		}
-		if (has_room(cpu, prev_cpu, now))
+		if (has_room(cpu, prev_cpu, now, false))
 			return cpu;
 	}
 
@@ -244,8 +246,11 @@ __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 	 */
 	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq))
 		return irq;
-	/* High claims the busy IRQ CPU while it has network room; enqueue preempts non-network work. */
-	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, prev_cpu, now))
+	/*
+	 * High claims the busy IRQ CPU while class-high work leaves room there; enqueue preempts
+	 * non-network work, and the lower classes give way.
+	 */
+	if (cls == MIAMI_CLASS_HIGH && core_ok && has_room(irq, prev_cpu, now, true))
 		return irq;
 
 	/* Cache tier: a free LLC sibling. */
@@ -255,17 +260,17 @@ __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 		return cpu;
 	}
 	/* Everything in the LLC busy: queue where there is room, the IRQ CPU first for middle. */
-	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, prev_cpu, now))
+	if (cls == MIAMI_CLASS_MIDDLE && core_ok && has_room(irq, prev_cpu, now, false))
 		return irq;
 	if (llc_of(prev_cpu) == llc_of(irq) && cpu_allowed(p, prev_cpu) &&
-	    has_room(prev_cpu, prev_cpu, now))
+	    has_room(prev_cpu, prev_cpu, now, false))
 		return prev_cpu;
 	/*
 	 * Low gives way: it queues on a busy IRQ CPU only if that is its previous CPU (above), or
 	 * to come back into the LLC after it was pushed out of it (paper step 2: upgrade when the
 	 * target has room); otherwise a task that spilled once would stay out for good.
 	 */
-	if (core_ok && has_room(irq, prev_cpu, now) &&
+	if (core_ok && has_room(irq, prev_cpu, now, false) &&
 	    (cls != MIAMI_CLASS_LOW || llc_of(prev_cpu) != llc_of(irq)))
 		return irq;
 	return -1;
@@ -409,7 +414,7 @@ static bool net_should_move(const struct task_struct *p, struct task_ctx *taskc,
 	return !cpu_allowed(p, cpu) ||
 	       (taskc->target_cpu >= 0 && taskc->target_cpu != cpu) ||
 	       (tier == MIAMI_TIER_CACHE && class_of(taskc->intens) == MIAMI_CLASS_HIGH &&
-		cpu_allowed(p, taskc->irq_cpu) && has_room(taskc->irq_cpu, cpu, now));
+		cpu_allowed(p, taskc->irq_cpu) && has_room(taskc->irq_cpu, cpu, now, true));
 }
 
 /* dispatch() found nothing else: should @prev go through ops.enqueue() (SCX_ENQ_LAST)? */
@@ -671,12 +676,14 @@ void BPF_STRUCT_OPS(miami_running, struct task_struct *p)
 	if (cpuc->core_waiter == p->pid)
 		cpuc->core_waiter = 0;
 	cpuc->cur_net = 0;
+	cpuc->cur_high = 0;
 	cpuc->cur_kthread = !!(p->flags & PF_KTHREAD);
 
 	taskc = try_lookup_task_ctx(p);
 	if (!taskc || !taskc->placed_net)
 		return;
 	cpuc->cur_net = 1;
+	cpuc->cur_high = taskc->cls == MIAMI_CLASS_HIGH;
 	if (taskc->run_cpu != cpu) {
 		if (taskc->run_cpu >= 0)
 			stat_inc(MIAMI_STAT_NET_MIGRATIONS);
@@ -706,10 +713,11 @@ void BPF_STRUCT_OPS(miami_stopping, struct task_struct *p, bool runnable)
 	if (cpuc->cur_net) {
 		struct task_ctx *taskc = try_lookup_task_ctx(p);
 
-		load_add(&cpuc->net_load, used, now);
+		load_add(&cpuc->net_load, used, cpuc->cur_high, now);
 		if (taskc && taskc->tier < MIAMI_NR_TIERS)
 			stat_add(MIAMI_STAT_RUN_CORE_NS + taskc->tier, used);
 		cpuc->cur_net = 0;
+		cpuc->cur_high = 0;
 	}
 }
 

@@ -98,50 +98,66 @@ struct proc_ctx {
 	u32	pad;
 };
 
-/* A time-windowed busy average of one CPU, in 1/1024 of a CPU. */
+/*
+ * A time-windowed busy average of one CPU's network tasks, in 1/1024 of a CPU: of all of them
+ * (avg) and of the class-high ones among them (high_avg), over the same windows. Room for a
+ * class-high task on its IRQ CPU counts only the second (has_room()).
+ */
 struct load_avg {
 	u64	win_start_ns;
 	u64	win_busy_ns;
+	u64	win_high_ns;
 	u32	avg;
-	u32	pad;
+	u32	high_avg;
 };
 
 /* Window of the load averages (main.bpf.c rodata). */
 extern const volatile u64 load_win_ns;
 
-/* Add @busy_ns to @la and close its window when it is over. */
-static __always_inline void load_add(struct load_avg *la, u64 busy_ns, u64 now)
+static __always_inline u32 load_util(u64 busy_ns, u64 elapsed)
 {
-	u64 elapsed, util;
+	u64 util = busy_ns * 1024 / elapsed;
+
+	return util > 1024 ? 1024 : util;
+}
+
+/* Add @busy_ns (of a class-high task if @high) to @la and close its window when it is over. */
+static __always_inline void load_add(struct load_avg *la, u64 busy_ns, bool high, u64 now)
+{
+	u64 elapsed;
 
 	la->win_busy_ns += busy_ns;
+	if (high)
+		la->win_high_ns += busy_ns;
 	elapsed = now - la->win_start_ns;
 	if (elapsed < load_win_ns)
 		return;
-	util = la->win_busy_ns * 1024 / elapsed;
-	if (util > 1024)
-		util = 1024;
-	la->avg = (la->avg + util) / 2;
+	la->avg = (la->avg + load_util(la->win_busy_ns, elapsed)) / 2;
+	la->high_avg = (la->high_avg + load_util(la->win_high_ns, elapsed)) / 2;
 	la->win_start_ns = now;
 	la->win_busy_ns = 0;
+	la->win_high_ns = 0;
 }
 
-/* The average as seen now: halved for every window that passed without an update. */
-static __always_inline u32 load_read(const struct load_avg *la, u64 now)
+/* The average (of class-high tasks if @high) as seen now: halved for every window that passed
+ * without an update. */
+static __always_inline u32 load_read(const struct load_avg *la, bool high, u64 now)
 {
 	u64 idle_wins = (now - la->win_start_ns) / load_win_ns;
+	u32 avg = high ? la->high_avg : la->avg;
 
 	if (idle_wins <= 1)
-		return la->avg;
+		return avg;
 	if (idle_wins > 11)
 		return 0;
-	return la->avg >> (idle_wins - 1);
+	return avg >> (idle_wins - 1);
 }
 
 struct cpu_ctx {
 	u64		run_start_ns;	/* when the current task started running */
 	struct load_avg	net_load;	/* network tasks' running time: what "room" on a CPU means */
 	u8		cur_net;	/* the running task is a network task */
+	u8		cur_high;	/* ... of class high */
 	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
 	u8		refilled;	/* dispatch() gave the running task another slice */
