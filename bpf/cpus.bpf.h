@@ -140,9 +140,8 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * already includes the task itself, so staying there adds nothing: only the queue counts.
  * @high: the task is class high and @cpu is its IRQ CPU. Then only class-high tasks there
  * count, since the others give way to it (section 1 of main.bpf.c): counted, the low-class
- * tasks that take a free IRQ CPU while the bulk task is away kept it out for good once they
- * were busy enough (t_table3 in CI: four paced senders at 20-25% of a CPU each held it to 33%
- * core tier, where a faster machine gave it 100%).
+ * tasks that take a free IRQ CPU while a bulk task is away keep it out once they are busy
+ * enough (docs/design.md section 4).
  * A network task running there on a slice dispatch() refilled (alone there for a slice or
  * more) counts as a full CPU: ops.stopping() charges net_load, so until it stops load_read()
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
