@@ -139,8 +139,10 @@ static __always_inline void load_add(struct load_avg *la, u64 busy_ns, bool high
 	la->win_high_ns = 0;
 }
 
-/* The average (of class-high tasks if @high) as seen now: halved for every window that passed
- * without an update. */
+/*
+ * The average (of class-high tasks if @high) as seen now: halved for every window that passed
+ * without an update.
+ */
 static __always_inline u32 load_read(const struct load_avg *la, bool high, u64 now)
 {
 	u64 idle_wins = (now - la->win_start_ns) / load_win_ns;

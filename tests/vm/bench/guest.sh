@@ -75,7 +75,8 @@
 # carries their traffic), placement of the receivers or server (probe.py, shares of core/cache/other
 # against their NIC's IRQ CPU), their migrations and run-queue wait (schedstat: the share of their
 # runnable time spent queued), the guest's busy CPU per Gbit/s (/proc/stat), softirq share on the
-# IRQ CPUs, BPF cost (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and
+# IRQ CPUs, context switches and rescheduling and function-call IPIs per second over all CPUs
+# (ctxt_per_s, ipi_res_per_s, ipi_cal_per_s: /proc/stat, /proc/interrupts), BPF cost (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and
 # tracing programs, ms of BPF per second, and per program its ns per call and calls per second:
 # bpf_per_prog), the scheduler process's own CPU time, and for scx_miami the share of its dispatch()
 # calls that moved a task, by source (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the
@@ -346,6 +347,13 @@ irqs() {
 }
 first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+# Context switches and rescheduling and function-call IPIs so far, all CPUs: "ctxt res cal". A
+# scheduler's kicks of other CPUs are such IPIs, and each is a costly exit of the emulator under
+# TCG; a wakeup whose task another CPU runs is too.
+kernel_events() {
+	awk '$1 == "ctxt" { c = $2 } $1 == "RES:" || $1 == "CAL:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n[$1] += $i }
+		END { print c + 0, n["RES:"] + 0, n["CAL:"] + 0 }' /proc/stat /proc/interrupts
+}
 # The files at path $1 under each server NIC of PAIRS (all of them: RFS is set on every one).
 nic_files() { local p n; for p in "${PAIRS[@]}"; do n=NIC_$p; echo /sys/class/net/"${!n}"/$1; done; }
 # Bytes the server NICs of the pairs in USE received ($1 = rx) or sent (tx) so far.
@@ -401,7 +409,7 @@ wait_gone() {
 
 # Run scenario $1 under scheduler $2; append its JSON object.
 run() {
-	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 n irq srv=() cl=() irqof=() i
+	local sc=$1 s=$2 t0 c0 c1 b0 b1 cpu0 cpu1 sirq0 sirq1 ev0 ev1 n irq srv=() cl=() irqof=() i
 	local dir=rx rev=() irq_cpus=
 	case $sc in
 	micro-* | microtx-*) irq=${sc#*-}; n=${irq#*-}; irq=${irq%-*} ;;
@@ -534,7 +542,7 @@ run() {
 	sleep 1
 	# The readings on each side of the window run beside the hogs in overload, where every
 	# fork costs about a second under TCG: builtins where they can (the clock), no Python.
-	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "${on[@]}")
+	read -r b0 c0 <<<"$(cpu_busy)"; sirq0=$(softirq_on "${on[@]}"); ev0=$(kernel_events)
 	cpu0=$(proc_cpu_s); t0=$EPOCHREALTIME; rx0=$(nic_bytes $dir)
 	bpf_cost >/tmp/bpf0.txt
 	sched_waits /tmp/wait0.txt "${srv[@]}"
@@ -566,7 +574,7 @@ run() {
 	[[ -z $sampler ]] || { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
 	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))
 	rr_el=$((rr_el / 1000000)).$(printf %06d $((rr_el % 1000000)))
-	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "${on[@]}")
+	read -r b1 c1 <<<"$(cpu_busy)"; sirq1=$(softirq_on "${on[@]}"); ev1=$(kernel_events)
 	cpu1=$(proc_cpu_s); rx1=$(nic_bytes $dir)
 	local el=$((${EPOCHREALTIME/./} - ${t0/./}))
 	el=$((el / 1000000)).$(printf %06d $((el % 1000000)))
@@ -610,9 +618,9 @@ run() {
 	wait_gone "${srv[@]}" || { log "$sc: servers left after SIGTERM, killing"; kill -KILL "${srv[@]}" 2>/dev/null; wait_gone "${srv[@]}" || true; }
 	stop "$s"
 	BENCH_SCHED_LOG=$SCHED_LOG BENCH_RR_IRQ_CPU=$IRQ_CPU_A BENCH_LIB_DIR=$LIB_DIR \
-	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" "$rr_el" >>"$out" <<'PY'
+	python3 - "$sc" "$s" "$n" "$el" "$b0" "$b1" "$c0" "$c1" "$sirq0" "$sirq1" "$cpu0" "$cpu1" "$rx0" "$rx1" "$irq_cpus" "$rr_el" "$ev0" "$ev1" >>"$out" <<'PY'
 import glob, json, os, re, sys
-sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus, rr_el = sys.argv[1:]
+sc, s, n, el, b0, b1, c0, c1, q0, q1, p0, p1, rx0, rx1, irq_cpus, rr_el, ev0, ev1 = sys.argv[1:]
 n, el = int(n), float(el)
 r = {"scenario": sc, "scheduler": s, "window_s": round(el, 2)}
 if int(os.environ.get("BENCH_REP") or 0):
@@ -629,6 +637,8 @@ if n and gbps:
     import os
     r["busy_cpus_per_gbps"] = round(busy * os.cpu_count() / gbps, 3)
 r["softirq_irq_cpus_s"] = round((int(q1) - int(q0)) / 100, 2)
+for k, e0, e1 in zip(("ctxt_per_s", "ipi_res_per_s", "ipi_cal_per_s"), ev0.split(), ev1.split()):
+    r[k] = round((int(e1) - int(e0)) / el)
 try:  # table3: its phase 3, all five processes (the row's placement is C's, set below)
     p = json.load(open("/tmp/t3-p3.json" if sc == "table3" else "/tmp/probe.json"))
     t = p["total"]["tiers"]

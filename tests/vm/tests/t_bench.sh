@@ -52,6 +52,11 @@ else
 fi
 grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check.txt
 check_eq "runs (1 scenario, 4 schedulers)" "$(wc -l <"$out/bench.jsonl")" 4
+# Context switches (/proc/stat) are never 0 in a window with traffic; the IPI counts are read
+# with them (/proc/interrupts), so a missing or unparsed file shows here.
+check_eq "every run: context switches and IPIs counted" "$(python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(sum(r.get("ctxt_per_s", 0) > 0 and r.get("ipi_res_per_s", 0) + r.get("ipi_cal_per_s", 0) > 0 for r in rows))' "$out/bench.jsonl")" 4
 # eevdf-pin pins each receiver to the CPU where it ran most under scx_miami (/tmp/pin-mix-1.txt,
 # in receiver order; their IRQ CPUs are 1 and 5 here). Pinned, each one's runtime falls in the
 # tier of that CPU alone: core if it is the receiver's IRQ CPU, cache if it shares its LLC
