@@ -76,8 +76,9 @@
 # against their NIC's IRQ CPU), their migrations and run-queue wait (schedstat: the share of their
 # runnable time spent queued), the guest's busy CPU per Gbit/s (/proc/stat), softirq share on the
 # IRQ CPUs, context switches and rescheduling and function-call IPIs per second over all CPUs
-# (ctxt_per_s, ipi_res_per_s, ipi_cal_per_s: /proc/stat, /proc/interrupts), BPF cost (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and
-# tracing programs, ms of BPF per second, and per program its ns per call and calls per second:
+# (ctxt_per_s, ipi_res_per_s, ipi_cal_per_s: /proc/stat, /proc/interrupts), BPF cost
+# (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and tracing programs, ms of
+# BPF per second, and per program its ns per call and calls per second:
 # bpf_per_prog), the scheduler process's own CPU time, and for scx_miami the share of its dispatch()
 # calls that moved a task, by source (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the
 # time of those calls, in us per call by outcome (dispatch_us: --test-time-dispatch, two clock reads
@@ -348,8 +349,8 @@ irqs() {
 first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 # Context switches and rescheduling and function-call IPIs so far, all CPUs: "ctxt res cal". A
-# scheduler's kicks of other CPUs are such IPIs, and each is a costly exit of the emulator under
-# TCG; a wakeup whose task another CPU runs is too.
+# sched_ext scheduler's kicks and its wakeups of an idle CPU are rescheduling IPIs; EEVDF wakes
+# a task on another CPU mostly through that CPU's wake list, a function-call IPI.
 kernel_events() {
 	awk '$1 == "ctxt" { c = $2 } $1 == "RES:" || $1 == "CAL:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n[$1] += $i }
 		END { print c + 0, n["RES:"] + 0, n["CAL:"] + 0 }' /proc/stat /proc/interrupts
