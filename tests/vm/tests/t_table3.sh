@@ -61,7 +61,7 @@ grep -E '^classes' "$SCHED_LOG" | sort | uniq -c | sort -rn | head -3
 # C's class in each task table that lists it (C runs in phase 3 only); its first table may
 # precede its first measured rate.
 read -r c_tables c_high c_min <<<"$(awk -v c="$c" 'NF == 10 && $1 == c && $3 == "pacer" {
-	n++; if ($5 == "high") h++; if (!n0++ || $4 < m) m = $4 } END { print n + 0, h + 0, m + 0 }' "$SCHED_LOG")"
+	n++; if ($5 == "high") h++; if (n == 1 || $4 < m) m = $4 } END { print n + 0, h + 0, m + 0 }' "$SCHED_LOG")"
 echo "C in $c_tables task tables: class high in $c_high, lowest intensiveness $c_min"
 
 core_c=$(jget /tmp/miami-p3.json "round(100 * d['pids']['$c']['tiers']['core'], 1)")
