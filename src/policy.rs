@@ -16,6 +16,7 @@
 //!    another LLC, but only out of an LLC overloaded on average (above --high-load-pct) into one
 //!    lightly loaded on average (below --low-load-pct): low class before middle before high, other
 //!    tier before cache before core, less intensive first; so core-tier high-class tasks go last.
+//!    When that task cannot move, only another of its class and tier may go in its place.
 //!    A target that runs a network task must stay below --high-load-pct with the victim's share.
 //!    One task per CPU per round: the next round sees the new load. The last network task on a CPU
 //!    is not shed: shedding settles contention between tasks, and one task with its own softirq on
@@ -517,7 +518,17 @@ impl Policy {
                     t.tid,
                 )
             });
-            for t in victims {
+            // Only those that need affinity as little as the first: a victim that cannot move
+            // (no target, or its move was sent within REPEAT_ROUNDS and BPF brought it back)
+            // does not send a task of a higher class or a better tier off the CPU in its place.
+            // The bulk sender of Table III, class high on its IRQ CPU, was shed for a paced
+            // middle-class sender whose repeated shed the filter held back, and then held off
+            // for SHED_HOLD_ROUNDS: 33-38% core tier in two CI runs of t_table3.
+            let least = (class(victims[0]), tier(victims[0]));
+            for t in victims
+                .into_iter()
+                .take_while(|t| (class(t), tier(t)) == least)
+            {
                 let irq = t.irq_cpu as usize;
                 let free = |c2: &usize| {
                     !taken.contains(c2) && !overloaded.contains(c2) && fits(t, *c2, high)

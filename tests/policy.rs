@@ -231,6 +231,43 @@ fn a_single_task_with_its_softirq_is_not_shed() {
 }
 
 #[test]
+fn a_victim_that_cannot_move_does_not_send_a_better_placed_task_instead() {
+    // Table III: paced sender 1 (middle) and bulk sender 2 (high) both run on CPU 0, the IRQ
+    // CPU of both, at 100%. Round 1 sheds the pacer to CPU 1, the least loaded.
+    let mut p = policy(4);
+    let l = loads(&[(0, 100.0)]);
+    let t = [measured(1, 500, 0, 0, 10.0), measured(2, 5000, 0, 0, 60.0)];
+    assert_eq!(p.round(&l, &LLC, &t).moves, vec![mv(1, 1, MoveKind::Shed)]);
+    // BPF brings the pacer back (a middle-class task takes its IRQ CPU when that is free), and
+    // the repeat filter holds its shed back for REPEAT_ROUNDS rounds. The bulk sender, class
+    // high in the core tier, is not shed in its place: it needs the CPU most (step 3).
+    for round in 2..=REPEAT_ROUNDS {
+        assert_eq!(p.round(&l, &LLC, &t).moves, vec![], "round {round}");
+    }
+    assert_eq!(p.round(&l, &LLC, &t).moves, vec![mv(1, 1, MoveKind::Shed)]);
+
+    // One class, two tiers: task 3 (IRQ CPU 5) runs on CPU 1 in the other tier, next to task 4
+    // in its core tier. LLC 1 has no CPU below 50% and is not overloaded on average (80%), so
+    // task 3 has nowhere to go; task 4 stays too, though LLC 0 has room.
+    let l = vec![10.0, 100.0, 10.0, 10.0, 80.0, 80.0, 80.0, 80.0];
+    let t = [measured(3, 5000, 5, 1, 40.0), measured(4, 6000, 1, 1, 40.0)];
+    assert_eq!(policy(4).round(&l, &LLC, &t).moves, vec![]);
+    // Two of one class and tier (a pair on its IRQ CPU): the other one goes if the first
+    // cannot, here because the first's share (45%) does not fit next to CPU 6's network task
+    // (48 + 45 >= 90), where the second's (30%) does.
+    let l = loads(&[(7, 100.0), (4, 95.0), (5, 95.0), (6, 48.0)]);
+    let t = [
+        measured(5, 5000, 7, 7, 45.0),
+        measured(6, 6000, 7, 7, 30.0),
+        measured(7, 50, 6, 6, 5.0),
+    ];
+    assert_eq!(
+        policy(4).round(&l, &LLC, &t).moves,
+        vec![mv(6, 6, MoveKind::Shed)]
+    );
+}
+
+#[test]
 fn a_lone_task_gives_way_to_a_higher_class_waiting_for_its_irq_cpu() {
     // Task 1 (low) alone on CPU 0, the IRQ CPU of task 2 (high), which runs in the cache tier
     // on CPU 2 (Table III: a paced sender on the core, the bulk sender waiting beside it).
