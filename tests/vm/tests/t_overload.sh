@@ -30,7 +30,10 @@
 # Each scheduler runs twice, in the order EEVDF, scx_miami, scx_miami, EEVDF, and the figures
 # are the sums (bytes) and means (placement) of its two runs, so that a drift of the host's
 # speed that is linear in time weighs on both alike. Two runs each read 0.86x, 0.94x, 1.00x,
-# 1.01x, 1.06x and 1.40x before the shed rule; 0.83x, 1.04x, 1.17x and 1.25x with it.
+# 1.01x, 1.06x and 1.40x before the shed rule; 0.83x, 1.04x, 1.17x and 1.25x with it. A full
+# `make test` of 2026-11-28 read 0.66x (0.0417 against 0.0635 Gbit/s, 99.6% core+cache), the
+# lowest so far; the same build alone right after 0.93x, and the build before that day's agent
+# change 0.99x.
 # With the shed rule, two runs each read 97.5%, 97.7%, 98.2% and 99.0% core+cache (EEVDF
 # 98.2%, 99.9%, 99.4%, 96.0%), three more runs of scx_miami 99.2-99.7%; the IRQ CPU's share
 # 69.8-82.4% (EEVDF 74.8-88.8%).
