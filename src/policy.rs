@@ -521,9 +521,10 @@ impl Policy {
             // Only those that need affinity as little as the first: a victim that cannot move
             // (no target, or its move was sent within REPEAT_ROUNDS and BPF brought it back)
             // does not send a task of a higher class or a better tier off the CPU in its place.
-            // The bulk sender of Table III, class high on its IRQ CPU, was shed for a paced
+            // The bulk sender of Table III, class high on its IRQ CPU, could be shed for a paced
             // middle-class sender whose repeated shed the filter held back, and then held off
-            // for SHED_HOLD_ROUNDS: 33-38% core tier in two CI runs of t_table3.
+            // for SHED_HOLD_ROUNDS: the likely cause of 33-38% core tier in two CI runs of
+            // t_table3 (docs/design.md section 9).
             let least = (class(victims[0]), tier(victims[0]));
             for t in victims
                 .into_iter()
