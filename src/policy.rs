@@ -52,6 +52,7 @@ pub const REPEAT_ROUNDS: u64 = 10;
 /// Rounds a task keeps a shed target (agent.bpf.c shed_ttl_ns): 5 s at the default period.
 pub const SHED_HOLD_ROUNDS: u64 = 50;
 
+/// In the order of the BPF class ids and of `stats::CLASS_NAMES` (`as usize` indexes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {
     High,

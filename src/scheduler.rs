@@ -481,6 +481,12 @@ impl<'a> Scheduler<'a> {
             self.moves_written.remove(&tid);
             let _ = self.skel.maps.policy_moves.delete(&tid.to_ne_bytes());
         }
+        // The boundaries the round classed the tasks by: those it wrote last round (below).
+        let data = self.skel.maps.data_data.as_ref().unwrap();
+        let decided_by = crate::config::ClassBounds {
+            high_min: data.class_high_min,
+            middle_min: data.class_middle_min,
+        };
         for m in &round.moves {
             self.move_seq = self.move_seq.wrapping_add(1).max(1);
             let mv = policy_move {
@@ -496,17 +502,20 @@ impl<'a> Scheduler<'a> {
                 .context("writing policy_moves")?;
             self.moves_written.insert(m.tid, this_round);
             if log::log_enabled!(log::Level::Debug) {
-                // What the move was decided on: where the agent saw the task, its share, and
-                // the loads of both CPUs (percent; "?" for a share not measured yet).
+                // What the move was decided on: where the agent saw the task, its class, its
+                // share, and the loads of both CPUs (percent; "?" for a share not measured yet).
                 let t = tasks.iter().find(|t| t.tid == m.tid);
                 let (from, irq) = t.map_or((-1, -1), |t| (t.cpu, t.irq_cpu));
+                let class = t.map_or("?", |t| {
+                    crate::stats::CLASS_NAMES[decided_by.class_of(t.intens) as usize]
+                });
                 let share = t
                     .and_then(|t| t.util)
                     .map_or("?".to_string(), |u| format!("{u:.0}"));
                 let load = |cpu: i32| loads.get(cpu as usize).map_or(-1.0, |l| *l);
                 log::debug!(
                     "agent: {:?} tid {} -> CPU {} (from CPU {from} at {:.0}%, IRQ CPU {irq}, \
-                     share {share}%, target at {:.0}%)",
+                     class {class}, share {share}%, target at {:.0}%)",
                     m.kind,
                     m.tid,
                     m.cpu,

@@ -28,7 +28,8 @@
 # 37.9%. The agent could shed C, class high, in place of a paced sender whose repeated shed its
 # repeat filter held back (tests/policy.rs reproduces that round; the build before the fix shed
 # C once in a local run of this test), and the shed's hold keeps a task off the CPU for up to
-# 5 s. So the test also asserts, from the --verbose log, that the agent never sheds C.
+# 5 s. So the test also asserts, from the --verbose log, that the agent never sheds C while C
+# is class high.
 # Each process sends until it is killed at the end: the phases are timed by the script, whose
 # probes take seconds to start under TCG.
 set -euo pipefail
@@ -67,19 +68,22 @@ grep -E '^classes' "$SCHED_LOG" | sort | uniq -c | sort -rn | head -3
 read -r c_tables c_high c_min <<<"$(awk -v c="$c" 'NF == 10 && $1 == c && $3 == "pacer" {
 	n++; if ($5 == "high") h++; if (n == 1 || $4 < m) m = $4 } END { print n + 0, h + 0, m + 0 }' "$SCHED_LOG")"
 echo "C in $c_tables task tables: class high in $c_high, lowest intensiveness $c_min"
-# The agent's moves of the five (--verbose): step 3 sheds the pacers, never C. C is the most
-# intensive task, so class high, and the pacers contend with it on CPU 0 in a lower class: they
-# give way first, and when one cannot, C does not go in its place (see the header).
+# The agent's moves of the five (--verbose): step 3 sheds the pacers, not C while it is class
+# high. The pacers contend with it on CPU 0 in a lower class: they give way first, and when one
+# cannot, C does not go in its place (see the header). C's rate can dip when the host is slow
+# (to 43 calls/s in one table of a run beside 12 host hogs, the sink starved), and a C of a
+# lower class than a pacer is rightly shed first; so the count is of sheds the agent decided
+# with C in class high (the log line's class).
 echo "--- the agent's moves of A, B and C:"
 grep -E "agent: (Upgrade|Shed) tid ($a1|$a2|$b1|$b2|$c) " "$SCHED_LOG" || echo "(none)"
-c_sheds=$(grep -c "agent: Shed tid $c " "$SCHED_LOG" || true)
+c_sheds=$(grep -c "agent: Shed tid $c .*, class high," "$SCHED_LOG" || true)
 
 core_c=$(jget /tmp/miami-p3.json "round(100 * d['pids']['$c']['tiers']['core'], 1)")
 cache_ab=$(jget /tmp/miami-p3.json "round(100 * sum(d['pids'][p]['tiers']['cache'] * d['pids'][p]['runtime_ns'] for p in '$a1 $a2 $b1 $b2'.split()) / max(1, sum(d['pids'][p]['runtime_ns'] for p in '$a1 $a2 $b1 $b2'.split())), 1)")
 read -r ea1 ea2 eb1 eb2 ec </tmp/eevdf-pids
 base_c=$(jget /tmp/eevdf-p3.json "round(100 * d['pids']['$ec']['tiers']['core'], 1)")
 check_eq "probe events lost" "$(jget /tmp/miami-p3.json 'd["lost_events"]')" 0
-check_eq "agent sheds of C" "$c_sheds" 0
+check_eq "agent sheds of C in class high" "$c_sheds" 0
 check_ge "phase 3: C class high, % of its task tables" "$((100 * c_high / (c_tables ? c_tables : 1)))" 80
 check_ge "phase 3: C core tier % (EEVDF $base_c%)" "$core_c" 80
 check_ge "phase 3: A/B cache tier %" "$cache_ab" 50
