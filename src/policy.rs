@@ -219,7 +219,10 @@ impl Held {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Round {
     pub moves: Vec<Move>,
+    /// The boundaries for the next round (adapted or relaxed in this one).
     pub bounds: ClassBounds,
+    /// The boundaries this round classed the tasks by (the `--verbose` move lines name them).
+    pub classed_by: ClassBounds,
     /// Tasks left out because they stopped communicating (step 1).
     pub released: usize,
     /// CPUs above --high-load-pct.
@@ -581,6 +584,7 @@ impl Policy {
         Round {
             moves,
             bounds: self.bounds,
+            classed_by: bounds,
             released: released.len(),
             overloaded,
             overloaded_llcs: above(&means, self.cfg.high_load_pct),

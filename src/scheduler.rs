@@ -481,12 +481,6 @@ impl<'a> Scheduler<'a> {
             self.moves_written.remove(&tid);
             let _ = self.skel.maps.policy_moves.delete(&tid.to_ne_bytes());
         }
-        // The boundaries the round classed the tasks by: those it wrote last round (below).
-        let data = self.skel.maps.data_data.as_ref().unwrap();
-        let decided_by = crate::config::ClassBounds {
-            high_min: data.class_high_min,
-            middle_min: data.class_middle_min,
-        };
         for m in &round.moves {
             self.move_seq = self.move_seq.wrapping_add(1).max(1);
             let mv = policy_move {
@@ -507,7 +501,7 @@ impl<'a> Scheduler<'a> {
                 let t = tasks.iter().find(|t| t.tid == m.tid);
                 let (from, irq) = t.map_or((-1, -1), |t| (t.cpu, t.irq_cpu));
                 let class = t.map_or("?", |t| {
-                    crate::stats::CLASS_NAMES[decided_by.class_of(t.intens) as usize]
+                    crate::stats::CLASS_NAMES[round.classed_by.class_of(t.intens) as usize]
                 });
                 let share = t
                     .and_then(|t| t.util)
