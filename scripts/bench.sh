@@ -82,11 +82,13 @@ else
 		else
 			topo=() sel=("${only2[@]}") log=console.log
 		fi
-		rm -f "$top/.cache/vm-out/$kernel/bench.jsonl"
+		rm -f "$top/.cache/vm-out/$kernel/bench.jsonl" "$top/.cache/vm-out/$kernel/wakeups.jsonl"
 		MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" "${topo[@]}" \
 			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}" "${repeat[@]}" ||
 			{ rc=$?; echo "bench: the $nics-NIC guest exited $rc; its log: $out/$log" >&2; }
 		cat "$top/.cache/vm-out/$kernel/bench.jsonl" >>"$out/bench.jsonl" 2>/dev/null || true
+		# MIAMI_BENCH_WAKE_TRACE's figures (tests/vm/bench/guest.sh), where it was set
+		[[ ! -s $top/.cache/vm-out/$kernel/wakeups.jsonl ]] || cat "$top/.cache/vm-out/$kernel/wakeups.jsonl" >>"$out/wakeups.jsonl"
 	done
 fi
 python3 - "$out" "$kernel" "$quick" "$((SECONDS - t0))" "$BPFLAND_VERSION" "${only[@]}" <<'PY'

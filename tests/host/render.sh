@@ -113,5 +113,39 @@ refused "unknown scheduler 'eevfd'" --scheds miami,eevdf-pin-obs,eevdf,eevfd
 MIAMI_BPFLAND=/nonexistent refused "bpfland needs MIAMI_BPFLAND" --scheds eevdf,bpfland
 refused "--repeat 0: want a whole number of runs, 1 or more" --repeat 0
 
+# tests/vm/bench/wakeups.py (MIAMI_BENCH_WAKE_TRACE) on a made-up trace of two CPUs, task 100
+# measured, task 200 not: 100 sleeps on CPU 0 at 1.000000; a softirq on CPU 1 wakes it at 1.001000
+# onto idle CPU 0, its previous CPU, where it runs at 1.001500 (500 us) until 1.002000 (run 500
+# us); task 200 on CPU 1 wakes it at 1.003000 (slept 1,000 us) onto busy CPU 1, its waker's, where
+# it runs at 1.005000 (2,000 us) until preempted at 1.005100 (run 100 us). So: 2 wakeups; half to
+# the previous CPU, half to the waker's, half to an idle one, half from a softirq, none ran
+# elsewhere; delays 500 and 2,000 us (mean 1,250, the upper one the median of two), runs 500 and
+# 100 (mean 300), sleeps 1,000 and 1,000, one stay preempted.
+sw() { echo "  $1-$2 [00$3] d..2. $4: sched_switch: prev_comm=$1 prev_pid=$2 prev_prio=120 prev_state=$5 ==> next_comm=n next_pid=$6 next_prio=120"; }
+wk() { echo "  $1-$2 [00$3] d$4. $5: sched_$6: comm=c pid=100 prio=120 target_cpu=00$7"; }
+{
+	sw x 200 1 1.000000 R 200
+	sw c 100 0 1.000000 S 0
+	wk '<idle>' 0 1 .s2 1.001000 waking 0
+	wk '<idle>' 0 1 .s2 1.001010 wakeup 0
+	sw '<idle>' 0 0 1.001500 R 100
+	sw c 100 0 1.002000 S 0
+	wk x 200 1 ..2 1.003000 waking 0
+	wk x 200 1 ..2 1.003010 wakeup 1
+	sw x 200 1 1.005000 R 100
+	sw c 100 1 1.005100 R+ 200
+} >"$out/trace"
+w=$(python3 "$top/tests/vm/bench/wakeups.py" "$out/trace" c=100 | python3 -c 'import json, sys
+c = json.load(sys.stdin)["c"]
+print(c["wakeups"], c["to_prev_cpu"], c["to_waker_cpu"], c["to_idle_cpu"], c["from_softirq"], c["ran_elsewhere"],
+      *(c[k][f] for k in ("delay", "delay_idle_cpu", "delay_busy_cpu", "run", "sleep") for f in ("n", "p50_us", "mean_us")),
+      c["preempted"])')
+check_eq "wakeups.py: wakeups, to previous / waker's / idle CPU, from softirq, ran elsewhere" \
+	"$(cut -d' ' -f1-6 <<<"$w")" "2 0.5 0.5 0.5 0.5 0.0"
+check_eq "... delay n, p50, mean: all, to an idle CPU, to a busy one" "$(cut -d' ' -f7-15 <<<"$w")" \
+	"2 2000.0 1250.0 1 500.0 500.0 1 2000.0 2000.0"
+check_eq "... runs, sleeps (n, p50, mean), preempted" "$(cut -d' ' -f16-22 <<<"$w")" \
+	"2 500.0 300.0 2 1000.0 1000.0 1"
+
 echo "render: $passed passed, $failed failed"
 ((failed == 0))

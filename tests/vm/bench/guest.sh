@@ -392,6 +392,25 @@ sched_waits() {
 		done
 	done
 }
+# MIAMI_BENCH_WAKE_TRACE=SECS (a diagnostic, off by default): in the mix-* scenarios, record
+# sched_waking, sched_wakeup and sched_switch on every CPU for the window's first SECS seconds
+# into a private tracefs instance, and append where the ping-pongs' wakeups went and how long
+# they waited (wakeups.py) to $VM_OUT/wakeups.jsonl. The tracing costs every scheduler
+# alike, so a traced run's throughput does not compare with an untraced one's.
+wake_trace() { # secs, output file
+	local i=/sys/kernel/tracing/instances/miami-bench-wake e
+	rmdir "$i" 2>/dev/null || true
+	mkdir "$i"
+	echo 8192 >"$i/buffer_size_kb"
+	for e in sched_waking sched_wakeup sched_switch; do echo 1 >"$i/events/sched/$e/enable"; done
+	sleep "$1"
+	echo 0 >"$i/tracing_on"
+	cat "$i/trace" >"$2"
+	rmdir "$i"
+}
+# The TIDs of processes $@, comma-separated.
+tids_of() { local p t=(); for p in "$@"; do t+=(/proc/"$p"/task/*); done; t=("${t[@]##*/}"); (IFS=,; echo "${t[*]}"); }
+
 # The scheduler process's own CPU time so far, in s.
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
 
@@ -564,6 +583,10 @@ run() {
 		cpu_sampler /tmp/rr-cpus.txt "${rr[@]}" & sampler=$!
 		echo "$sampler" >/tmp/bench-sampler.pid # for after_failure()
 	fi
+	local tracer=
+	if [[ -n ${MIAMI_BENCH_WAKE_TRACE:-} && $sc == mix-* ]]; then
+		wake_trace "$MIAMI_BENCH_WAKE_TRACE" /tmp/wake-trace.txt & tracer=$!
+	fi
 	if [[ $sc == table3 ]]; then
 		table3_run t3 "$IRQ_CPU_A" "$([[ $s != eevdf-pin* ]] || echo t3_pin)"
 	else
@@ -572,6 +595,14 @@ run() {
 	fi
 	sched_waits /tmp/rwait1.txt "${rr[@]}"
 	sched_waits /tmp/pwait1.txt "${peers[@]}"
+	if [[ -n $tracer ]]; then
+		wait "$tracer"
+		python3 "$LIB_DIR/../bench/wakeups.py" /tmp/wake-trace.txt "clients=$(tids_of "${rr[@]}")" \
+			"servers=$(tids_of "${peers[@]}")" | python3 -c 'import json, sys
+r = {"scenario": sys.argv[1], "scheduler": sys.argv[2], "rep": int(sys.argv[3])}
+r.update(json.load(sys.stdin))
+print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.jsonl"
+	fi
 	[[ -z $sampler ]] || { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
 	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))
 	rr_el=$((rr_el / 1000000)).$(printf %06d $((rr_el % 1000000)))
