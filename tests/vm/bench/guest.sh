@@ -408,8 +408,8 @@ wake_trace() { # secs, output file
 	cat "$i/trace" >"$2"
 	rmdir "$i"
 }
-# The TIDs of processes $@, comma-separated.
-tids_of() { local p t=(); for p in "$@"; do t+=(/proc/"$p"/task/*); done; t=("${t[@]##*/}"); (IFS=,; echo "${t[*]}"); }
+# The TIDs of processes $@ (those still there), comma-separated.
+tids_of() { local p t=(); for p in "$@"; do t+=($(ls /proc/"$p"/task 2>/dev/null || true)); done; (IFS=,; echo "${t[*]}"); }
 
 # The scheduler process's own CPU time so far, in s.
 proc_cpu_s() { [[ -n ${SCHED_PID:-} ]] && awk '{ print ($14 + $15) / 100 }' "/proc/$SCHED_PID/stat" || echo 0; }
@@ -601,7 +601,8 @@ run() {
 			"servers=$(tids_of "${peers[@]}")" | python3 -c 'import json, sys
 r = {"scenario": sys.argv[1], "scheduler": sys.argv[2], "rep": int(sys.argv[3])}
 r.update(json.load(sys.stdin))
-print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.jsonl"
+print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.jsonl" ||
+			log "$sc: MIAMI_BENCH_WAKE_TRACE: no wakeups figures for $s (wakeups.py failed)"
 	fi
 	[[ -z $sampler ]] || { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
 	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))

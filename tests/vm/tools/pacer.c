@@ -26,7 +26,9 @@
  * TCG guest timers overshoot by ~1 ms, so sleeping would not pace. At the end of the sending phase `send` prints one line to stdout:
  *   pacer: tid T calls N mean_interval_us X intens Y
  * where X is the measured mean time between the starts of two send() calls and Y = 10^6 / X
- * clamped to 1..10^6, the paper's intensiveness for the interval really achieved.
+ * clamped to 1..10^6, the paper's intensiveness for the interval really achieved; and one line
+ * to stderr with the calls of each whole second of it, to tell a steady rate from a drifting one:
+ *   pacer: calls per second: N1 N2 ...
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -101,8 +103,9 @@ static int connect_to(const char *host, int port)
 static int send_paced(const char *host, int port, double delay_us, double secs, size_t size,
 		      double quiet_secs)
 {
-	double start, end, next, first = 0, last = 0, intv, intens;
-	unsigned long calls = 0;
+	double start, end, next, first = 0, last = 0, intv, intens, sec_end;
+	unsigned long calls = 0, sec_calls = 0, per_s[64];
+	int i, nsec = 0;
 	char *buf = calloc(1, size);
 	const char *env = getenv("PACER_SLEEP");
 	int sleep_mode = env && *env == '1';
@@ -113,7 +116,11 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 	start = now_us();
 	end = start + secs * 1e6;
 	next = start;
+	sec_end = start + 1e6;
 	while ((last = now_us()) < end) {
+		for (; last >= sec_end; sec_end += 1e6, sec_calls = 0)
+			if (nsec < (int)(sizeof(per_s) / sizeof(per_s[0])))
+				per_s[nsec++] = sec_calls;
 		if (!calls)
 			first = last;
 		if (send(s, buf, size, 0) < 0) {
@@ -121,6 +128,7 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 			return 1;
 		}
 		calls++;
+		sec_calls++;
 		if (delay_us > 0 && sleep_mode) {
 			usleep(delay_us);
 		} else if (delay_us > 0) {
@@ -128,11 +136,17 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 			busy_until(next);
 		}
 	}
+	if (last >= sec_end && nsec < (int)(sizeof(per_s) / sizeof(per_s[0])))
+		per_s[nsec++] = sec_calls; /* the last second, whole when SECS is */
 	intv = calls > 1 ? (last - first) / (calls - 1) : 1e6;
 	intens = 1e6 / (intv < 1 ? 1 : intv > 1e6 ? 1e6 : intv);
 	printf("pacer: tid %d calls %lu mean_interval_us %.2f intens %.0f\n", gettid(), calls,
 	       intv, intens);
 	fflush(stdout);
+	fprintf(stderr, "pacer: calls per second:");
+	for (i = 0; i < nsec; i++)
+		fprintf(stderr, " %lu", per_s[i]);
+	fprintf(stderr, "\n");
 	for (end = now_us() + quiet_secs * 1e6; now_us() < end;) {
 		busy_until(now_us() + 1000);
 		usleep(500);
