@@ -595,15 +595,6 @@ run() {
 	fi
 	sched_waits /tmp/rwait1.txt "${rr[@]}"
 	sched_waits /tmp/pwait1.txt "${peers[@]}"
-	if [[ -n $tracer ]]; then
-		wait "$tracer"
-		python3 "$LIB_DIR/../bench/wakeups.py" /tmp/wake-trace.txt "clients=$(tids_of "${rr[@]}")" \
-			"servers=$(tids_of "${peers[@]}")" | python3 -c 'import json, sys
-r = {"scenario": sys.argv[1], "scheduler": sys.argv[2], "rep": int(sys.argv[3])}
-r.update(json.load(sys.stdin))
-print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.jsonl" ||
-			log "$sc: MIAMI_BENCH_WAKE_TRACE: no wakeups figures for $s (wakeups.py failed)"
-	fi
 	[[ -z $sampler ]] || { kill "$sampler"; wait "$sampler" 2>/dev/null || true; }
 	rr_el=$((${EPOCHREALTIME/./} - ${rt0/./}))
 	rr_el=$((rr_el / 1000000)).$(printf %06d $((rr_el % 1000000)))
@@ -613,6 +604,16 @@ print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.js
 	el=$((el / 1000000)).$(printf %06d $((el % 1000000)))
 	bpf_cost >/tmp/bpf1.txt
 	sched_waits /tmp/wait1.txt "${srv[@]}"
+	# The trace's analysis after every reading of the window: it takes seconds under TCG.
+	if [[ -n $tracer ]]; then
+		wait "$tracer"
+		python3 "$LIB_DIR/../bench/wakeups.py" /tmp/wake-trace.txt "clients=$(tids_of "${rr[@]}")" \
+			"servers=$(tids_of "${peers[@]}")" | python3 -c 'import json, sys
+r = {"scenario": sys.argv[1], "scheduler": sys.argv[2], "rep": int(sys.argv[3])}
+r.update(json.load(sys.stdin))
+print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.jsonl" ||
+			log "$sc: MIAMI_BENCH_WAKE_TRACE: no wakeups figures for $s (wakeups.py failed)"
+	fi
 	# The window is over: the hogs go first, so that what follows runs on an idle guest.
 	[[ -z $hogs ]] || { kill "$hogs" 2>/dev/null; wait "$hogs" 2>/dev/null; pkill -x stress-ng || true; }
 	if [[ $s == miami ]]; then # for eevdf-pin: each task's most used CPU

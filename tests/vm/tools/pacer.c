@@ -104,7 +104,8 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 		      double quiet_secs)
 {
 	double start, end, next, first = 0, last = 0, intv, intens, sec_end;
-	unsigned long calls = 0, sec_calls = 0, per_s[64];
+	enum { MAX_SECS = 64 };
+	unsigned long calls = 0, sec_calls = 0, per_s[MAX_SECS];
 	int i, nsec = 0;
 	char *buf = calloc(1, size);
 	const char *env = getenv("PACER_SLEEP");
@@ -119,7 +120,7 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 	sec_end = start + 1e6;
 	while ((last = now_us()) < end) {
 		for (; last >= sec_end; sec_end += 1e6, sec_calls = 0)
-			if (nsec < (int)(sizeof(per_s) / sizeof(per_s[0])))
+			if (nsec < MAX_SECS)
 				per_s[nsec++] = sec_calls;
 		if (!calls)
 			first = last;
@@ -136,7 +137,7 @@ static int send_paced(const char *host, int port, double delay_us, double secs, 
 			busy_until(next);
 		}
 	}
-	if (last >= sec_end && nsec < (int)(sizeof(per_s) / sizeof(per_s[0])))
+	if (last >= sec_end && nsec < MAX_SECS)
 		per_s[nsec++] = sec_calls; /* the last second, whole when SECS is */
 	intv = calls > 1 ? (last - first) / (calls - 1) : 1e6;
 	intens = 1e6 / (intv < 1 ? 1 : intv > 1e6 ? 1e6 : intv);
