@@ -102,13 +102,17 @@ def sh(*a):
 meta = {
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "command": " ".join(["scripts/bench.sh", quick] + sys.argv[6:]).replace("  ", " "), "kernel": kernel,
-    "kernel_version": platform.release() if kernel == "host" else sh("scripts/kernels.sh", "path", kernel),
+    # The guest kernel's version is the name of its directory in the kernel cache.
+    "kernel_version": platform.release() if kernel == "host" else os.path.basename(os.path.dirname(sh("scripts/kernels.sh", "path", kernel))),
     "guest": (f"none: this host, NICs {os.environ.get('MIAMI_BENCH_NICS')} to {os.environ.get('MIAMI_BENCH_PEER')}"
               if kernel == "host" else "8 vCPUs, LLCs 0-3 / 4-7, 2 virtio-net pairs, qemu TCG; micro-4*: 8 vCPUs, LLCs 0-1 / 2-3 / 4-5 / 6-7, 4 virtio-net pairs"),
     "host": f"{os.cpu_count()} CPUs, {platform.release()}",
-    "scx_miami": sh("target/release/scx_miami", "--version"),
+    # What ran as scx_miami: MIAMI_BIN (a scratch build the guest runs instead) if set.
+    "scx_miami": sh(os.environ.get("MIAMI_BIN") or "target/release/scx_miami", "--version"),
     "scx_bpfland": bpfland, "secs": int(secs),
 }
+if os.environ.get("MIAMI_BIN"):
+    meta["miami_bin"] = os.environ["MIAMI_BIN"]
 json.dump(meta, open(f"{out}/run.json", "w"), indent=1)
 PY
 python3 tests/vm/bench/render.py "$out"

@@ -40,9 +40,14 @@ row() { # scenario scheduler gbps [rr_trans_per_s]
 	row e bpfland 1.0 | sed 's/}$/, "bpf_ns_per_op": 250, "bpf_per_prog": {"bpfland_dispatch": [1000, 200], "bpfland_runnable": [100, 1000]}}/'
 } >"$out/bench.jsonl"
 
+# A run of a scratch build (scripts/bench.sh records MIAMI_BIN and a note says what it was).
+echo '{"command": "scripts/bench.sh --only a", "note": "a scratch build", "scx_miami": "scx_miami 0.1.0-gabc", "miami_bin": "/tmp/scx_miami.x"}' >"$out/run.json"
 python3 "$top/tests/vm/bench/render.py" "$out" >/dev/null 2>"$out/err" ||
 	fail "render.py exited $?: $(tail -n 3 "$out/err")"
 md=$out/results.md
+check_eq "the run's note and MIAMI_BIN in the header" "$(grep -E '^- (note|miami_bin):' "$md")" \
+	"- note: a scratch build
+- miami_bin: /tmp/scx_miami.x"
 expect() { # label, the row's cells after the figures
 	local got
 	got=$(grep -E "^\| $1 \| (Gbit/s|RR trans/s):" "$md" | sed 's/^| [^|]* | [^|]* | //')

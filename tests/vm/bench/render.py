@@ -151,7 +151,7 @@ def main():
     scen = list(dict.fromkeys(r["scenario"] for r in rows))
     scheds = list(dict.fromkeys(r["scheduler"] for r in rows))
     md = ["# scx_miami bench", ""]
-    for k in ("date", "command", "kernel_version", "guest", "host", "scx_miami", "scx_bpfland"):
+    for k in ("date", "command", "note", "kernel_version", "guest", "host", "scx_miami", "miami_bin", "scx_bpfland"):
         if k in meta:
             md.append(f"- {k}: {meta[k]}")
     on_host = meta.get("kernel") == "host"  # scripts/bench.sh --host: real NICs and caches
