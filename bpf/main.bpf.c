@@ -398,6 +398,16 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
 		}
 	}
+	/*
+	 * A wakeup onto @p's own CPU needs no idle kick: the kernel reschedules that CPU itself if
+	 * it idles (wakeup_preempt(): our class is above the idle task's). Ours would be worse than
+	 * redundant: ops.enqueue() holds that CPU's runqueue lock, so the kick cannot check
+	 * whether the CPU idles and bounces through an irq_work, an interrupt on the waking CPU
+	 * (for a receiver, the IRQ CPU's softirq). It was half of enqueue()'s BPF time under TCG
+	 * (docs/results/bench.md, stop 46).
+	 */
+	if (kick == SCX_KICK_IDLE && (enq_flags & SCX_ENQ_WAKEUP) && cpu == scx_bpf_task_cpu(p))
+		return;
 	scx_bpf_kick_cpu(cpu, kick);
 }
 
@@ -512,7 +522,9 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 		    (irq = proc_irq_cpu(p, now)) >= 0 && proc_cpu_ok(p, cpu, irq)) {
 			stat_inc(MIAMI_STAT_PROC_LLC);
 			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			/* @cpu is @p's own: a wakeup needs no kick (enqueue_net()). */
+			if (!(enq_flags & SCX_ENQ_WAKEUP))
+				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			return;
 		}
 	}
