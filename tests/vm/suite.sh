@@ -51,6 +51,7 @@ TESTS=(
 	"t_proc_threads.sh    default"
 	"t_target.sh          default"
 	"t_pair_stable.sh     default"
+	"t_wake_kick.sh       default"
 	"t_ops.sh             default"
 	# The newest and the oldest kernel; `make soak` runs its long form on every kernel.
 	"t_stress.sh          7.3 6.12"
