@@ -13,18 +13,18 @@
 # finds no idle CPU in the LLC and queues it on its busy previous CPU there, its own, at each
 # wakeup (the pinned hogs never pass ops.enqueue()'s kicks, and the client in namespace cli uses
 # NIC A's peer, not a NIC scx_miami is given). Before the change every such wakeup raised an IRQ
-# work interrupt: run on the build before it, this test read 1.015 per switch-in of the receiver
-# (487 in 5 s for 480 switch-ins), and 0.161 after it (74 for 461). Now the machine's IRQ
-# work interrupts over the window must stay below half of the receiver's switch-ins: the kicks
-# left (of an idle CPU for the shared DSQ's work, of another CPU than the task's own; no
-# class-high task here to preempt for) come at a rate of their own, not one per wakeup, so a
-# slower machine, where the receiver wakes less often, may read higher than 0.161.
+# work interrupt on the waking CPU, NIC A's IRQ CPU 1: run on the build before it, this test
+# counted 411 there in 5 s for 494 switch-ins of the receiver (0.83), and 16 for 451 after it
+# (0.035). The other CPUs of the LLC, each with its hog, counted 15-28 either way: interrupts at
+# a rate of their own, not one per wakeup. So the check counts CPU 1's alone: over all CPUs, a
+# slower run, where the receiver wakes less often, reads a higher share (0.16 alone and 0.30
+# inside a full make test, on one machine). CPU 1's must stay below a quarter of the switch-ins.
 # EEVDF kicks nothing, so it has no figure to compare.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
-# IRQ work interrupts so far, all CPUs.
-iwi() { awk '$1 == "IWI:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts; }
+# IRQ work interrupts so far, per CPU: "N0 N1 ...".
+iwi() { awk '$1 == "IWI:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) printf "%s%s", (i > 2 ? " " : ""), $i; print "" }' /proc/interrupts; }
 # Switch-ins so far of every thread of process $1 (schedstat's third field).
 runs() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $3 } END { print s + 0 }'; }
 
@@ -40,11 +40,14 @@ i0=$(iwi) r0=$(runs "$srv") b0=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes"
 sleep 5
 i1=$(iwi) r1=$(runs "$srv") b1=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
 sched_stop || fail "sched_stop"
-ints=$((i1 - i0)) sw=$((r1 - r0))
-log "over 5 s: $ints IRQ work interrupts, $sw switch-ins of the receiver, $(((b1 - b0) / 5000)) kB/s received"
+# Per CPU over the window, and on the IRQ CPU, where NIC A's softirq wakes the receiver.
+per=$(paste -d' ' <(tr ' ' '\n' <<<"$i1") <(tr ' ' '\n' <<<"$i0") | awk '{ printf "%s%d", (NR > 1 ? " " : ""), $1 - $2 }')
+ints=$(awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }' <<<"$per")
+on_irq=$(awk '{ print $2 }' <<<"$per") sw=$((r1 - r0))
+log "over 5 s: IRQ work interrupts per CPU $per (all $ints), $sw switch-ins of the receiver, $(((b1 - b0) / 5000)) kB/s received"
 log "placements of class low: core $(stats_total enq_core_low), cache $(stats_total enq_cache_low), other $(stats_total enq_other_low)"
 # The shape does what it is for: the receiver woke often and was placed as class low.
 check_ge "receiver switch-ins in 5 s" "$sw" 100
 check_ge "class-low placements in the IRQ CPU's LLC" "$(($(stats_total enq_core_low) + $(stats_total enq_cache_low)))" 100
-check_le "IRQ work interrupts per switch-in of the receiver" "$(awk -v a="$ints" -v b="$sw" 'BEGIN { printf "%.3f", a / b }')" 0.5
+check_le "IRQ work interrupts on IRQ CPU 1 per switch-in of the receiver" "$(awk -v a="$on_irq" -v b="$sw" 'BEGIN { printf "%.3f", a / b }')" 0.25
 finish
