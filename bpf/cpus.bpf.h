@@ -302,6 +302,19 @@ static bool kick_idle_non_irq(const struct task_struct *p)
 	return true;
 }
 
+/*
+ * Wake @cpu if it idles, for @p just queued on its DSQ by ops.enqueue(). Not for a wakeup onto
+ * @p's own CPU: the kernel reschedules that CPU itself if it idles (wakeup_preempt(): our class
+ * is above the idle task's), and a kick from ops.enqueue(), which holds that CPU's runqueue lock,
+ * cannot look whether it idles and goes through an irq_work, an interrupt on the waking CPU (a
+ * receiver's IRQ CPU): half of enqueue()'s BPF time under TCG (docs/design.md section 7).
+ */
+static void kick_queued(const struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || cpu != scx_bpf_task_cpu(p))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
 /* May a thread of a network process whose IRQ CPU is @irq_cpu queue on @cpu: its LLC, no IRQ? */
 static bool proc_cpu_ok(const struct task_struct *p, s32 cpu, s32 irq_cpu)
 {

@@ -369,11 +369,10 @@ static u64 task_vtime(const struct task_struct *p)
 	return vtime;
 }
 
-/* Queue network task @p on @cpu's DSQ and wake or preempt that CPU. */
+/* Queue network task @p on @cpu's DSQ and wake (kick_queued()) or preempt that CPU. */
 static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 enq_flags)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
-	u64 kick = SCX_KICK_IDLE;
 
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
 	if (cpu == taskc->irq_cpu && cpuc) {
@@ -394,21 +393,12 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		 */
 		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net &&
 		    ((enq_flags & SCX_ENQ_WAKEUP) || scx_bpf_task_cpu(p) != cpu)) {
-			kick = SCX_KICK_PREEMPT;
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			return;
 		}
 	}
-	/*
-	 * A wakeup onto @p's own CPU needs no idle kick: the kernel reschedules that CPU itself if
-	 * it idles (wakeup_preempt(): our class is above the idle task's). Ours would be worse than
-	 * redundant: ops.enqueue() holds that CPU's runqueue lock, so the kick cannot check
-	 * whether the CPU idles and bounces through an irq_work, an interrupt on the waking CPU
-	 * (for a receiver, the IRQ CPU's softirq). It was half of enqueue()'s BPF time under TCG
-	 * (docs/results/bench.md, stop 46).
-	 */
-	if (kick == SCX_KICK_IDLE && (enq_flags & SCX_ENQ_WAKEUP) && cpu == scx_bpf_task_cpu(p))
-		return;
-	scx_bpf_kick_cpu(cpu, kick);
+	kick_queued(p, cpu, enq_flags);
 }
 
 /*
@@ -522,9 +512,7 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 		    (irq = proc_irq_cpu(p, now)) >= 0 && proc_cpu_ok(p, cpu, irq)) {
 			stat_inc(MIAMI_STAT_PROC_LLC);
 			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
-			/* @cpu is @p's own: a wakeup needs no kick (enqueue_net()). */
-			if (!(enq_flags & SCX_ENQ_WAKEUP))
-				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			kick_queued(p, cpu, enq_flags);
 			return;
 		}
 	}
