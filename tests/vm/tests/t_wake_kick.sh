@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# A wakeup onto the woken task's own CPU sends no idle kick (bpf/main.bpf.c enqueue_net(),
+# A wakeup onto the woken task's own CPU sends no idle kick (bpf/cpus.bpf.h kick_queued(),
 # docs/design.md section 7). The kernel reschedules that CPU itself if it idles, and from
 # ops.enqueue(), which holds that CPU's runqueue lock, scx_bpf_kick_cpu() cannot look whether it
 # idles: it queues an irq_work, one IRQ work interrupt ("IWI" in /proc/interrupts) per wakeup on
