@@ -307,11 +307,14 @@ static bool kick_idle_non_irq(const struct task_struct *p)
  * @p's own CPU: the kernel reschedules that CPU itself if it idles (wakeup_preempt(): our class
  * is above the idle task's), and a kick from ops.enqueue(), which holds that CPU's runqueue lock,
  * cannot look whether it idles and goes through an irq_work, an interrupt on the waking CPU (a
- * receiver's IRQ CPU): half of enqueue()'s BPF time under TCG (docs/design.md section 7).
+ * receiver's IRQ CPU): half of enqueue()'s BPF time under TCG (docs/design.md section 7). Nor
+ * for @p put back on the CPU that runs this (its slice ended there): that CPU is scheduling and
+ * dispatches next.
  */
 static void kick_queued(const struct task_struct *p, s32 cpu, u64 enq_flags)
 {
-	if (!(enq_flags & SCX_ENQ_WAKEUP) || cpu != scx_bpf_task_cpu(p))
+	if (cpu != scx_bpf_task_cpu(p) ||
+	    !((enq_flags & SCX_ENQ_WAKEUP) || cpu == bpf_get_smp_processor_id()))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 

@@ -373,31 +373,38 @@ static u64 task_vtime(const struct task_struct *p)
 static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 enq_flags)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+	bool own = cpu == scx_bpf_task_cpu(p);
 
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
 	if (cpu == taskc->irq_cpu && cpuc) {
 		cpuc->core_waiter = p->pid;
 		cpuc->core_wait_ns = bpf_ktime_get_ns();
 		/*
 		 * Class high preempts ksoftirqd too, where pick_net_cpu() has the other classes
-		 * wait behind it: a bulk sender that waited there lost a third of its core tier to
-		 * siblings that took it after two slices (t_table3: 75% core against 94-99% with
-		 * the kick). The softirq work resumes after the task's slice.
+		 * wait behind it (t_table3: a bulk sender that waited lost a third of its core tier
+		 * to siblings, 75% core against 94-99%). A wakeup onto @p's own CPU, whose runqueue
+		 * lock ops.enqueue() holds, goes to its local DSQ with SCX_ENQ_PREEMPT: the CPU
+		 * reschedules there and then and runs @p next, where a kick went through an irq_work
+		 * (kick_queued()) and then ran the lower vtime of @cpu's DSQ and the shared one.
 		 *
-		 * Not when @p's own slice ended on @cpu: ops.stopping() has just cleared cur_net,
-		 * and the kick would preempt whatever @cpu picks next, which is the pinned work
-		 * of its local DSQ. A class-high task that never sleeps on its IRQ CPU then starved
-		 * that CPU's kworkers (11 s runnable in 20 s), and every fork and exec on the
-		 * machine waited for them (20 shell spawns took 346 s; t_shapes' relay shape
-		 * without --nic).
+		 * Not when @p's own slice ended on @cpu: the preemption would hit the pinned work
+		 * that @cpu runs next (ops.stopping() has just cleared cur_net). A class-high task
+		 * that never sleeps on its IRQ CPU then starved its kworkers (11 s runnable in 20 s),
+		 * and every fork and exec waited for them (t_shapes' relay shape without --nic: 20
+		 * shell spawns took 346 s).
 		 */
 		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net &&
-		    ((enq_flags & SCX_ENQ_WAKEUP) || scx_bpf_task_cpu(p) != cpu)) {
+		    ((enq_flags & SCX_ENQ_WAKEUP) || !own)) {
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
+			if (own) {
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+				return;
+			}
+			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 			return;
 		}
 	}
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
 	kick_queued(p, cpu, enq_flags);
 }
 
@@ -451,10 +458,7 @@ static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu,
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
-/*
- * ops.enqueue(): @p became runnable and was not dispatched by select_cpu() (no idle CPU, or
- * no select_cpu() at all: preemption, migration-disabled, single-CPU tasks).
- */
+/* ops.enqueue(): @p is runnable, not dispatched by select_cpu() (no idle CPU, or none ran). */
 void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *taskc;
@@ -731,29 +735,25 @@ void BPF_STRUCT_OPS(miami_enable, struct task_struct *p)
 s32 BPF_STRUCT_OPS_SLEEPABLE(miami_init)
 {
 	s32 ret;
-	u32 cpu;
+	u32 i;
 
-	bpf_for(cpu, 0, nr_cpu_ids) {
-		ret = scx_bpf_create_dsq(cpu, -1);
+	/* One per CPU (id = CPU), then the shared one. */
+	bpf_for(i, 0, nr_cpu_ids + 1) {
+		u64 id = i < nr_cpu_ids ? i : MIAMI_DSQ_SHARED;
+
+		ret = scx_bpf_create_dsq(id, -1);
 		if (ret) {
-			scx_bpf_error("failed to create DSQ %u: %d", cpu, ret);
+			scx_bpf_error("failed to create DSQ %llu: %d", id, ret);
 			return ret;
 		}
-	}
-	ret = scx_bpf_create_dsq(MIAMI_DSQ_SHARED, -1);
-	if (ret) {
-		scx_bpf_error("failed to create the shared DSQ: %d", ret);
-		return ret;
 	}
 	return init_cpumasks();
 }
 
 /*
- * Observe-only mode (--observe; section 7 of the header). Loaded instead of the ops above, on any
- * kernel with BTF and fentry, sched_ext or not: at each context switch, the outgoing network
- * task's running time goes to the tier it ran in (run_*_ns, the counters the ops fill when
- * scheduling) and the incoming one's tier is recorded for the task table, whatever scheduler
- * the host runs.
+ * Observe-only mode (--observe; section 7 of the header), instead of the ops above, on any kernel
+ * with BTF and fentry: at each context switch, the outgoing network task's running time goes to
+ * the tier it ran in (run_*_ns, as the ops count it) and the incoming one's tier is recorded.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(miami_observe_switch, bool preempt, struct task_struct *prev, struct task_struct *next)

@@ -348,12 +348,14 @@ irqs() {
 }
 first_cpu() { cut -d, -f1 "/proc/irq/$1/effective_affinity_list" | cut -d- -f1; }
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-# Context switches and rescheduling and function-call IPIs so far, all CPUs: "ctxt res cal". A
-# sched_ext scheduler's kicks and its wakeups of an idle CPU are rescheduling IPIs; EEVDF wakes
-# a task on another CPU mostly through that CPU's wake list, a function-call IPI.
+# Context switches, rescheduling and function-call IPIs, and IRQ work interrupts so far, all
+# CPUs: "ctxt res cal iwi". A sched_ext scheduler's kicks and its wakeups of an idle CPU are
+# rescheduling IPIs; EEVDF wakes a task on another CPU mostly through that CPU's wake list, a
+# function-call IPI. scx_bpf_kick_cpu() goes through an irq_work on the kicking CPU, so each kick
+# is an IRQ work interrupt there (docs/design.md section 7).
 kernel_events() {
-	awk '$1 == "ctxt" { c = $2 } $1 == "RES:" || $1 == "CAL:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n[$1] += $i }
-		END { print c + 0, n["RES:"] + 0, n["CAL:"] + 0 }' /proc/stat /proc/interrupts
+	awk '$1 == "ctxt" { c = $2 } $1 == "RES:" || $1 == "CAL:" || $1 == "IWI:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n[$1] += $i }
+		END { print c + 0, n["RES:"] + 0, n["CAL:"] + 0, n["IWI:"] + 0 }' /proc/stat /proc/interrupts
 }
 # The files at path $1 under each server NIC of PAIRS (all of them: RFS is set on every one).
 nic_files() { local p n; for p in "${PAIRS[@]}"; do n=NIC_$p; echo /sys/class/net/"${!n}"/$1; done; }
@@ -671,7 +673,7 @@ if n and gbps:
     import os
     r["busy_cpus_per_gbps"] = round(busy * os.cpu_count() / gbps, 3)
 r["softirq_irq_cpus_s"] = round((int(q1) - int(q0)) / 100, 2)
-for k, e0, e1 in zip(("ctxt_per_s", "ipi_res_per_s", "ipi_cal_per_s"), ev0.split(), ev1.split()):
+for k, e0, e1 in zip(("ctxt_per_s", "ipi_res_per_s", "ipi_cal_per_s", "iwi_per_s"), ev0.split(), ev1.split()):
     r[k] = round((int(e1) - int(e0)) / el)
 try:  # table3: its phase 3, all five processes (the row's placement is C's, set below)
     p = json.load(open("/tmp/t3-p3.json" if sc == "table3" else "/tmp/probe.json"))
@@ -822,6 +824,11 @@ if s == "miami":
         if n[k] is not None and calls:
             moves[k] = round(n[k] / calls, 3)
     r["dispatch_moves"] = moves or None
+    # The share of its enqueue() calls that kicked the IRQ CPU to preempt (preempt_kicks), the
+    # same way: each such kick is an IRQ work interrupt (iwi_per_s) on the CPU that sent it.
+    enq = b.get(("struct_ops", "miami_enqueue"), (0, 0))[1]
+    kicks = total("preempt_kicks")
+    r["preempt_kick_share"] = round(kicks / enq, 3) if kicks is not None and enq else None
     # us per call by outcome, from the exit totals: the calls that moved nothing are all the
     # calls bpf_stats counted less the moves (the teardown's few moves make it a bit low).
     if os.environ.get("MIAMI_BENCH_TIME_DISPATCH") and calls and None not in n.values():

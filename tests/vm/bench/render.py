@@ -45,6 +45,7 @@ COLS = [  # (key, header, format)
     ("busy_cpus_per_gbps", "CPUs/Gbit/s", "{:.2f}"),
     ("softirq_irq_cpus_s", "softirq s", "{:.2f}"), ("ctxt_per_s", "ctxt/s", "{:.0f}"),
     ("ipi_res_per_s", "resched IPI/s", "{:.0f}"), ("ipi_cal_per_s", "call IPI/s", "{:.0f}"),
+    ("iwi_per_s", "IRQ work/s", "{:.0f}"), ("preempt_kick_share", "preempt kicks/enq", "{:.3f}"),
     ("bpf_ns_per_op", "ns/op", "{:.0f}"),
     ("bpf_ns_per_probe", "ns/probe", "{:.0f}"), ("bpf_ops_ms_per_s", "ops ms/s", "{:.1f}"),
     ("bpf_ms_per_s", "BPF ms/s", "{:.1f}"),

@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# A wakeup onto the woken task's own CPU sends no idle kick (bpf/cpus.bpf.h kick_queued(),
-# docs/design.md section 7). The kernel reschedules that CPU itself if it idles, and from
-# ops.enqueue(), which holds that CPU's runqueue lock, scx_bpf_kick_cpu() cannot look whether it
-# idles: it queues an irq_work, one IRQ work interrupt ("IWI" in /proc/interrupts) per wakeup on
-# the waking CPU, which for a receiver is its NIC's IRQ CPU. In micro-2n-32 that kick was half
-# of enqueue()'s BPF time (docs/results/bench.md, stop 46).
+# scx_miami's own enqueue() raises no interrupt on a receiver's IRQ CPU per wakeup
+# (docs/design.md section 7). From ops.enqueue(), which holds the runqueue lock of the CPU it
+# queues on, scx_bpf_kick_cpu() cannot look whether that CPU idles: it queues an irq_work, one
+# IRQ work interrupt ("IWI" in /proc/interrupts) on the CPU that runs ops.enqueue(), for a
+# receiver its NIC's IRQ CPU, in softirq. Three such kicks went:
+# - the idle kick of a wakeup onto the task's own CPU (bpf/cpus.bpf.h kick_queued()): the kernel
+#   reschedules that CPU itself if it idles. In micro-2n-32 that kick was half of enqueue()'s
+#   BPF time (docs/results/bench.md, stop 46);
+# - the idle kick of a task put back on the CPU that runs ops.enqueue() after its slice there:
+#   that CPU dispatches next anyway (stop 47);
+# - the preemption kick of a class-high task woken onto its IRQ CPU (main.bpf.c enqueue_net()):
+#   it now goes to that CPU's local DSQ with SCX_ENQ_PREEMPT, which reschedules there and then
+#   and runs it next. After the kick, the CPU ran the lower vtime of its own DSQ and the shared
+#   one, or, as here, the pinned hog the preemption had just put back on its local DSQ (stop 47).
 #
 # Shape: a pinned hog on every CPU of NIC A's LLC (CPUs 0-3; IRQ CPU 1), one iperf3 receiver on
-# NIC A, and --class-bounds 1000000,999999, so that the receiver is class low: pick_net_cpu()
-# finds no idle CPU in the LLC and queues it on its busy previous CPU there, its own, at each
-# wakeup (the pinned hogs never pass ops.enqueue()'s kicks, and the client in namespace cli uses
-# NIC A's peer, not a NIC scx_miami is given). Before the change every such wakeup raised an IRQ
-# work interrupt on the waking CPU, NIC A's IRQ CPU 1: run on the build before it, this test
-# counted 411 there in 5 s for 494 switch-ins of the receiver (0.83), and 16 for 451 after it
-# (0.035). The other CPUs of the LLC, each with its hog, counted 15-28 either way: interrupts at
-# a rate of their own, not one per wakeup. So the check counts CPU 1's alone: over all CPUs, a
-# slower run, where the receiver wakes less often, reads a higher share (0.16 alone and 0.30
-# inside a full make test, on one machine). CPU 1's must stay below a quarter of the switch-ins.
+# NIC A (the client in namespace cli uses NIC A's peer, not a NIC scx_miami is given). Two windows
+# of 5 s, each under its own scheduler start:
+# - low (--class-bounds 1000000,999999): the receiver is class low, so pick_net_cpu() finds no
+#   idle CPU in the LLC and queues it on its busy previous CPU there, its own, at each wakeup. On
+#   the build before stop 46 this counted 411 IRQ work interrupts on CPU 1 for 494 switch-ins of
+#   the receiver (0.83), 16 for 451 after it (0.035); each CPU with a hog counted 15-28 more, the
+#   slice-end kicks, which stop 47's change took to 0.
+# - high (--class-bounds 2,1): the receiver is class high and preempts the hog on CPU 1 at each
+#   wakeup. On stop 46's build: 264 IRQ work interrupts on CPU 1 for 321 switch-ins (0.82), and
+#   33% of the receiver's switch-ins on CPU 1 (the neutral probe, traced), as the hog ran again
+#   after each preemption and LLC siblings took the receiver; after stop 47's: 0 for 408, 68-71%.
+#   The rest are runs after its slice ended with the hog waiting (5 ms slices: fair shares with
+#   the hog), taken by siblings. The check asks for most of them on CPU 1.
+# Per window, CPU 1's IRQ work interrupts must stay below a quarter of the receiver's switch-ins.
 # EEVDF kicks nothing, so it has no figure to compare.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
@@ -28,26 +40,55 @@ iwi() { awk '$1 == "IWI:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) printf 
 # Switch-ins so far of every thread of process $1 (schedstat's third field).
 runs() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $3 } END { print s + 0 }'; }
 
+# One window of the shape under --class-bounds $1, the checks' names prefixed with $2: sets
+# per (IRQ work interrupts per CPU), on_irq (CPU 1's), sw (the receiver's switch-ins) and core
+# (the probe's share of the receiver's switch-ins on IRQ CPU 1); the scheduler's log stays for
+# stats_total.
+window() {
+	local i0 i1 r0 r1 b0 b1 srv probe
+	sched_start --class-bounds "$1"
+	iperf_server 5201 "$ADDR_A_SRV"
+	srv=$IPERF_SERVER_PID
+	iperf_client_bg /tmp/kick-c.out cli "$ADDR_A_SRV" 5201 30
+	wait_streaming "$srv"
+	sleep 2
+	# The neutral probe (traced, by switch-ins) over the same 5 s: where the receiver ran.
+	rm -f /tmp/kick.go /tmp/kick.go.ready
+	$PROBE --pids "$srv" --irq-cpu 1 --duration 5 --trace --runs --probe-cpu "$PROBE_CPU" \
+		--go-file /tmp/kick.go --json >/tmp/kick-probe.json 2>/tmp/kick-probe.txt &
+	probe=$!
+	wait_ready /tmp/kick.go.ready "$probe" || true
+	i0=$(iwi) r0=$(runs "$srv") b0=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
+	: >/tmp/kick.go
+	sleep 5
+	i1=$(iwi) r1=$(runs "$srv") b1=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
+	wait "$probe" || true
+	core=$(jget /tmp/kick-probe.json "round(d['total']['tiers']['core'], 3)") || core=none
+	sed "s/^/$2: /" /tmp/kick-probe.txt
+	sched_stop || fail "$2: sched_stop"
+	kill "$IPERF_CLIENT_PID" "$srv" 2>/dev/null || true
+	wait "$IPERF_CLIENT_PID" 2>/dev/null || true
+	# Per CPU over the window, and on the IRQ CPU, where NIC A's softirq wakes the receiver.
+	per=$(paste -d' ' <(tr ' ' '\n' <<<"$i1") <(tr ' ' '\n' <<<"$i0") | awk '{ printf "%s%d", (NR > 1 ? " " : ""), $1 - $2 }')
+	on_irq=$(awk '{ print $2 }' <<<"$per") sw=$((r1 - r0))
+	log "$2: over 5 s IRQ work interrupts per CPU $per, $sw switch-ins of the receiver, $(((b1 - b0) / 5000)) kB/s received, $core of its switch-ins on IRQ CPU 1"
+	check_ge "$2: receiver switch-ins in 5 s" "$sw" 100
+	check_le "$2: IRQ work interrupts on IRQ CPU 1 per switch-in of the receiver" "$(awk -v a="$on_irq" -v b="$sw" 'BEGIN { printf "%.3f", a / b }')" 0.25
+}
+
 net_default
-for c in 0 1 2 3; do bg taskset -c "$c" stress-ng --cpu 1 --timeout 60 --quiet; done
-sched_start --class-bounds 1000000,999999
-iperf_server 5201 "$ADDR_A_SRV"
-srv=$IPERF_SERVER_PID
-iperf_client_bg /tmp/kick-c.out cli "$ADDR_A_SRV" 5201 30
-wait_streaming "$srv"
-sleep 2
-i0=$(iwi) r0=$(runs "$srv") b0=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
-sleep 5
-i1=$(iwi) r1=$(runs "$srv") b1=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
-sched_stop || fail "sched_stop"
-# Per CPU over the window, and on the IRQ CPU, where NIC A's softirq wakes the receiver.
-per=$(paste -d' ' <(tr ' ' '\n' <<<"$i1") <(tr ' ' '\n' <<<"$i0") | awk '{ printf "%s%d", (NR > 1 ? " " : ""), $1 - $2 }')
-ints=$(awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }' <<<"$per")
-on_irq=$(awk '{ print $2 }' <<<"$per") sw=$((r1 - r0))
-log "over 5 s: IRQ work interrupts per CPU $per (all $ints), $sw switch-ins of the receiver, $(((b1 - b0) / 5000)) kB/s received"
-log "placements of class low: core $(stats_total enq_core_low), cache $(stats_total enq_cache_low), other $(stats_total enq_other_low)"
-# The shape does what it is for: the receiver woke often and was placed as class low.
-check_ge "receiver switch-ins in 5 s" "$sw" 100
-check_ge "class-low placements in the IRQ CPU's LLC" "$(($(stats_total enq_core_low) + $(stats_total enq_cache_low)))" 100
-check_le "IRQ work interrupts on IRQ CPU 1 per switch-in of the receiver" "$(awk -v a="$on_irq" -v b="$sw" 'BEGIN { printf "%.3f", a / b }')" 0.25
+for c in 0 1 2 3; do bg taskset -c "$c" stress-ng --cpu 1 --timeout 120 --quiet; done
+
+# Class low: queued on its own busy CPU, no kick (kick_queued()).
+window 1000000,999999 low
+log "low: placements of class low: core $(stats_total enq_core_low), cache $(stats_total enq_cache_low), other $(stats_total enq_other_low)"
+check_ge "low: class-low placements in the IRQ CPU's LLC" "$(($(stats_total enq_core_low) + $(stats_total enq_cache_low)))" 100
+
+# Class high (every intensiveness from 2 up): each wakeup onto IRQ CPU 1 preempts its hog
+# (enqueue_net()) through SCX_ENQ_PREEMPT on the local DSQ, not an irq_work; and the receiver
+# still runs on its IRQ CPU, which the preemption is for.
+window 2,1 high
+log "high: preemptions $(stats_total preempt_kicks)"
+check_ge "high: preemptions of IRQ CPU 1's hog" "$(stats_total preempt_kicks)" 100
+check_ge "high: share of the receiver's switch-ins on IRQ CPU 1" "$core" 0.5
 finish
