@@ -75,12 +75,14 @@
 # carries their traffic), placement of the receivers or server (probe.py, shares of core/cache/other
 # against their NIC's IRQ CPU), their migrations and run-queue wait (schedstat: the share of their
 # runnable time spent queued), the guest's busy CPU per Gbit/s (/proc/stat), softirq share on the
-# IRQ CPUs, context switches and rescheduling and function-call IPIs per second over all CPUs
-# (ctxt_per_s, ipi_res_per_s, ipi_cal_per_s: /proc/stat, /proc/interrupts), BPF cost
+# IRQ CPUs, context switches, rescheduling and function-call IPIs and IRQ work interrupts per
+# second over all CPUs (ctxt_per_s, ipi_res_per_s, ipi_cal_per_s, iwi_per_s: /proc/stat,
+# /proc/interrupts), BPF cost
 # (kernel.bpf_stats_enabled: ns per call of the scheduler's struct_ops and tracing programs, ms of
 # BPF per second, and per program its ns per call and calls per second:
 # bpf_per_prog), the scheduler process's own CPU time, and for scx_miami the share of its dispatch()
-# calls that moved a task, by source (dispatch_moves); with MIAMI_BENCH_TIME_DISPATCH=1 also the
+# calls that moved a task, by source (dispatch_moves), and of its enqueue() calls that preempted
+# (preempt_kick_share); with MIAMI_BENCH_TIME_DISPATCH=1 also the
 # time of those calls, in us per call by outcome (dispatch_us: --test-time-dispatch, two clock reads
 # more per call, so its BPF cost figures are not comparable with runs without).
 # A run that fails is recorded ({"scenario", "scheduler", "failed": its last error lines}), what
