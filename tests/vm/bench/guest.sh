@@ -826,8 +826,9 @@ if s == "miami":
         if n[k] is not None and calls:
             moves[k] = round(n[k] / calls, 3)
     r["dispatch_moves"] = moves or None
-    # The share of its enqueue() calls that kicked the IRQ CPU to preempt (preempt_kicks), the
-    # same way: each such kick is an IRQ work interrupt (iwi_per_s) on the CPU that sent it.
+    # The share of its enqueue() calls that preempted the task's IRQ CPU for it (preempt_kicks),
+    # the same way: SCX_ENQ_PREEMPT on the CPU the task woke onto, or a kick from another CPU,
+    # which is an IRQ work interrupt (iwi_per_s) on the CPU that sent it.
     enq = b.get(("struct_ops", "miami_enqueue"), (0, 0))[1]
     kicks = total("preempt_kicks")
     r["preempt_kick_share"] = round(kicks / enq, 3) if kicks is not None and enq else None
