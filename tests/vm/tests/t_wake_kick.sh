@@ -27,9 +27,9 @@
 # - high (--class-bounds 2,1): the receiver is class high and preempts the hog on CPU 1 at each
 #   wakeup. On stop 46's build: 264 IRQ work interrupts on CPU 1 for 321 switch-ins (0.82), and
 #   33% of the receiver's switch-ins on CPU 1 (the neutral probe, traced), as the hog ran again
-#   after each preemption and LLC siblings took the receiver; after stop 47's: 0 for 408, 66-73% over four runs.
-#   The rest are runs after its slice ended with the hog waiting (5 ms slices: fair shares with
-#   the hog), taken by siblings. The check asks for most of them on CPU 1.
+#   after each preemption and LLC siblings took the receiver; after stop 47's: 0 for 408, and
+#   66-73% over four runs. The rest are runs after its slice ended with the hog waiting (5 ms
+#   slices: fair shares with the hog), taken by siblings. The check asks for most on CPU 1.
 # Per window, CPU 1's IRQ work interrupts must stay below a quarter of the receiver's switch-ins.
 # EEVDF kicks nothing, so it has no figure to compare.
 set -euo pipefail
