@@ -303,18 +303,18 @@ static bool kick_idle_non_irq(const struct task_struct *p)
 }
 
 /*
- * Wake @cpu if it idles, for @p just queued on its DSQ by ops.enqueue(). Not for a wakeup onto
- * @p's own CPU: the kernel reschedules that CPU itself if it idles (wakeup_preempt(): our class
- * is above the idle task's), and a kick from ops.enqueue(), which holds that CPU's runqueue lock,
- * cannot look whether it idles and goes through an irq_work, an interrupt on the waking CPU (a
+ * Wake @cpu if it idles, for a task just queued on its DSQ by ops.enqueue(); @own: @cpu is the
+ * task's own (scx_bpf_task_cpu(), which ops.enqueue() reads once). Not for a wakeup onto its own
+ * CPU: the kernel reschedules that CPU itself if it idles (wakeup_preempt(): our class is above
+ * the idle task's), and a kick from ops.enqueue(), which holds that CPU's runqueue lock, cannot
+ * look whether it idles and goes through an irq_work, an interrupt on the waking CPU (a
  * receiver's IRQ CPU): half of enqueue()'s BPF time under TCG (docs/design.md section 7). Nor
- * for @p put back on the CPU that runs this (its slice ended there): that CPU is scheduling and
- * dispatches next.
+ * for a task put back on the CPU that runs this (its slice ended there): that CPU is scheduling
+ * and dispatches next.
  */
-static void kick_queued(const struct task_struct *p, s32 cpu, u64 enq_flags)
+static void kick_queued(s32 cpu, bool own, u64 enq_flags)
 {
-	if (cpu != scx_bpf_task_cpu(p) ||
-	    !((enq_flags & SCX_ENQ_WAKEUP) || cpu == bpf_get_smp_processor_id()))
+	if (!own || !((enq_flags & SCX_ENQ_WAKEUP) || cpu == bpf_get_smp_processor_id()))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 

@@ -369,11 +369,11 @@ static u64 task_vtime(const struct task_struct *p)
 	return vtime;
 }
 
-/* Queue network task @p on @cpu's DSQ and wake (kick_queued()) or preempt that CPU. */
-static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 enq_flags)
+/* Queue network task @p on @cpu's DSQ (@own: @p's own CPU) and wake or preempt that CPU. */
+static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, bool own,
+			u64 enq_flags)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
-	bool own = cpu == scx_bpf_task_cpu(p);
 
 	if (cpu == taskc->irq_cpu && cpuc) {
 		cpuc->core_waiter = p->pid;
@@ -405,7 +405,7 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		}
 	}
 	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
-	kick_queued(p, cpu, enq_flags);
+	kick_queued(cpu, own, enq_flags);
 }
 
 /*
@@ -501,7 +501,7 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		if (tier != MIAMI_TIER_OTHER && cpu_allowed(p, cpu)) {
-			enqueue_net(p, taskc, cpu, enq_flags);
+			enqueue_net(p, taskc, cpu, cpu == task_cpu, enq_flags);
 			return;
 		}
 	} else {
@@ -516,7 +516,7 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 		    (irq = proc_irq_cpu(p, now)) >= 0 && proc_cpu_ok(p, cpu, irq)) {
 			stat_inc(MIAMI_STAT_PROC_LLC);
 			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
-			kick_queued(p, cpu, enq_flags);
+			kick_queued(cpu, cpu == task_cpu, enq_flags);
 			return;
 		}
 	}
