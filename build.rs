@@ -32,6 +32,7 @@ fn main() {
         .enable_skel("bpf/main.bpf.c", "bpf")
         .add_source("bpf/netmon.bpf.c")
         .add_source("bpf/agent.bpf.c")
+        .add_source("bpf/policy.bpf.c")
         .compile_link_gen()
         .unwrap();
 }

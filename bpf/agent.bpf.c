@@ -1,38 +1,38 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_miami: the agent's side in BPF (MiAMI paper, section III-D), and the IRQ map it keeps.
+ * scx_miami: the agent's side in BPF (MiAMI paper, section III-D) that placement calls, the
+ * snapshots the agent's round (policy.bpf.c) reads, and the IRQ map.
  *
- * The agent runs in user space (src/policy.rs) every --interval-ms. Of its three steps, BPF
- * carries out all three at the task's next placement, so none of them needs a loop over tasks
- * here:
+ * Of the agent's three steps, placement carries out all three at the task's next placement, so
+ * none of them needs a loop over tasks here:
  *
  * Step 1, release: is_net_task() treats a task whose last send/recv call is older than
  * release_ns as a non-network task until it communicates again, in O(1) per placement. Its
  * move target goes with it. proc_irq_cpu() does the same for the threads of its process that do
  * not communicate themselves.
  *
- * Steps 2 and 3, upgrade and shed: user space writes {tid, cpu, seq} into the policy_moves hash,
- * keyed by tid, and then bumps policy_moves_gen. apply_move() looks there only when the
- * generation changed since the task last looked, so a placement costs one comparison while the
- * agent is quiet. It takes a new entry at the task's next placement (a wakeup, or the end of its
- * slice: ops.enqueue() re-places a task away from its target), if the round's budget allows:
- * round_moves counts moves applied this round, with a compare-and-swap below max_moves
- * (--max-migrations), and user space swaps it to 0 each round. The cap is enforced here, where
- * moves happen, not in user space: a move whose budget is spent stays pending for the next
- * round. main.bpf.c then tries the target first while it is idle or has room, for
- * target_ttl_ns (shed_ttl_ns for a shed), and drops it earlier when its reason is gone
- * (target_alive()).
+ * Steps 2 and 3, upgrade and shed: the round writes {tid, cpu, seq, round} into the
+ * policy_moves hash, keyed by tid, and then bumps policy_moves_gen. apply_move() looks there
+ * only when the generation changed since the task last looked, so a placement costs one
+ * comparison while the agent is quiet. It takes a new entry at the task's next placement (a
+ * wakeup, or the end of its slice: ops.enqueue() re-places a task away from its target), if the
+ * round's budget allows: round_moves counts moves applied this round, with a compare-and-swap
+ * below max_moves (--max-migrations), and the round swaps it to 0. The cap is enforced here,
+ * where moves happen: a move whose budget is spent stays pending for the next round, and one
+ * MIAMI_MOVE_ROUNDS old is dropped (its task slept through them). main.bpf.c then tries the
+ * target first while it is idle or has room, for target_ttl_ns (shed_ttl_ns for a shed), and
+ * drops it earlier when its reason is gone (target_alive()).
  *
  * The IRQ map: whenever the NIC IRQ affinity changes, user space runs miami_set_irq_cpu() for
  * every CPU whose role changed (cpu_ctx.is_irq, and non_irq_cpumask, where non-network work
  * prefers to run).
  *
- * Accepted races: a policy_moves entry may be read while user space rewrites it; a torn entry
+ * Accepted races: a policy_moves entry may be read while the round rewrites it; a torn entry
  * pairs an old seq with a new CPU or the reverse, which costs one misplaced or one skipped move,
  * still within the budget.
  *
- * The round's task table and CPU loads: miami_snapshot_cpus() below copies them out in one
- * system call (miami_snapshot(), the table alone, where the kernel refuses the CPU times).
+ * The round's task table and CPU loads: snap_tasks_take() and snap_cpu_loads() below; the
+ * loader reads the same table from memory for its stats.
  *
  * The functions are __hidden: libbpf verifies them as static subprograms of their callers in
  * main.bpf.c, with the callers' pointer types, as if they were in the same file.
@@ -61,18 +61,12 @@ volatile u64 target_ttl_ns = 1000000000;
  * (target_alive()).
  */
 volatile u64 shed_ttl_ns = 5000000000ULL;
-/* Agent moves applied in the current round; user space swaps it to 0 when a round starts. */
+/* Agent moves applied in the current round; the round swaps it to 0 when it starts. */
 volatile u32 round_moves;
-/* Bumped by user space after it wrote a round's moves into policy_moves. */
+/* Bumped by the round after it wrote its moves into policy_moves. */
 volatile u32 policy_moves_gen;
-
-/* The agent's moves by tid, written by user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MIAMI_MAX_MOVES);
-	__type(key, s32);
-	__type(value, struct policy_move);
-} policy_moves SEC(".maps");
+/* The last policy_move.seq given out. */
+u32 policy_moves_seq;
 
 __hidden bool is_net_task(struct task_ctx *taskc, u64 now)
 {
@@ -122,7 +116,8 @@ __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u6
 	if (gen == taskc->moves_gen)
 		return;
 	mv = bpf_map_lookup_elem(&policy_moves, &tid);
-	if (!mv || mv->tid != tid || mv->seq == taskc->move_seq) {
+	if (!mv || mv->tid != tid || mv->seq == taskc->move_seq ||
+	    agent_round_no - mv->round >= MIAMI_MOVE_ROUNDS) {
 		taskc->moves_gen = gen;
 		return;
 	}
@@ -171,18 +166,19 @@ int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
 }
 
 /*
- * The agent round's task table, copied by miami_snapshot() into this .bss, which user space
- * reads from memory (mmapped): the live entries of net_tasks. One silent for at least stale_ns
- * is deleted instead: the table holds live tasks only. Any walk of the table visits its 16,384
- * buckets, which took 3.5 ms of CPU under TCG whatever it held (the batched read from user space
- * that this replaces, 1.8 ms, paid the same; docs/results/loader-cost.md); so the snapshot walks
- * the table only after an entry was added since the last walk (net_tasks_added, counted by
- * netmon.bpf.c). Otherwise the table holds exactly the tids of the last snapshot, less those
- * deleted here: the LRU evicts only to add. Those are looked up one by one, and a quiet round
- * costs as many lookups as there are network tasks. A walk deletes stale entries after it, up
- * to MIAMI_SNAP_STALE a round. The copy is 16,384 x 64 bytes of .bss (1 MB), the size of the
- * table itself.
+ * The agent round's task table, copied by snap_tasks_take() into this .bss, which user space
+ * reads from memory (mmapped) for its stats: the live entries of net_tasks. One silent for at
+ * least the stale age is deleted instead: the table holds live tasks only. Any walk of the table
+ * visits its 16,384 buckets, which took 3.5 ms of CPU under TCG whatever it held; so the
+ * snapshot walks the table only after an entry was added since the last walk (net_tasks_added,
+ * counted by netmon.bpf.c). Otherwise the table holds exactly the tids of the last snapshot,
+ * less those deleted here: the LRU evicts only to add. Those are looked up one by one, and a
+ * quiet round costs as many lookups as there are network tasks. A walk deletes stale entries
+ * after it, up to MIAMI_SNAP_STALE a round. The copy is 16,384 x 64 bytes of .bss (1 MB), the
+ * size of the table itself. snap_seq is odd while a copy is being written: a reader in user
+ * space retries then, or when it changed under it (src/scheduler/tasks.rs).
  */
+u32 snap_seq;
 u32 snap_nr_tasks;				/* entries of snap_tasks filled */
 struct net_task snap_tasks[MIAMI_MAX_NET_TASKS];
 static s32 snap_stale[MIAMI_SNAP_STALE];
@@ -266,13 +262,13 @@ static void snap_lookup_known(struct snap_walk *w)
 	w->nr = snap_kept;
 }
 
-/* The task table's part of miami_snapshot() and miami_snapshot_cpus(). */
-static __always_inline void snap_tasks_copy(struct snapshot_arg *arg)
+/* The live entries of net_tasks at @now into snap_tasks[]; those silent @stale_ns deleted. */
+__hidden void snap_tasks_take(u64 now, u64 stale_ns)
 {
-	struct snap_walk w = { .stale_ns = arg->stale_ns };
+	struct snap_walk w = { .now = now, .stale_ns = stale_ns };
 	u64 added = net_tasks_added;
 
-	w.now = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&snap_seq, 1);
 	/* Read before the walk: an entry added during it makes the next snapshot walk again. */
 	if (added != snap_added) {
 		snap_added = added;
@@ -281,13 +277,14 @@ static __always_inline void snap_tasks_copy(struct snapshot_arg *arg)
 		snap_lookup_known(&w);
 	}
 	snap_nr_tasks = w.nr;
+	__sync_fetch_and_add(&snap_seq, 1);
 }
 
-/* Run by user space (BPF_PROG_TEST_RUN) at each agent round and stats request. */
+/* The snapshot alone, for tests/snapshot.rs (BPF_PROG_TEST_RUN). */
 SEC("syscall")
 int miami_snapshot(struct snapshot_arg *arg)
 {
-	snap_tasks_copy(arg);
+	snap_tasks_take(bpf_ktime_get_ns(), arg->stale_ns);
 	return 0;
 }
 
@@ -387,11 +384,9 @@ static __always_inline u64 cpu_idle_ns(s32 cpu, struct kernel_cpustat *kcs, u64 
 	return kcs->cpustat[CPUTIME_IDLE] + kcs->cpustat[CPUTIME_IOWAIT];
 }
 
-/* miami_snapshot() and the CPU times, in one system call. */
-SEC("syscall")
-int miami_snapshot_cpus(struct snapshot_arg *arg)
+/* Each CPU's busy and idle time since boot at @now into snap_cpu_*[]. */
+static __always_inline void snap_cpu_times(u64 now)
 {
-	u64 now = bpf_ktime_get_ns();
 	u32 cpu;
 
 	snap_cpu_idle_known = bpf_core_field_exists(struct kernel_cpustat, idle_elapse) ||
@@ -409,6 +404,49 @@ int miami_snapshot_cpus(struct snapshot_arg *arg)
 		snap_cpu_idle_ns[cpu] = cpu_idle_ns(cpu, kcs, now);
 		snap_cpu_online[cpu] = !!rq->online;
 	}
-	snap_tasks_copy(arg);
+}
+
+/* The snapshot and the CPU times, in one system call: tests/snapshot.rs, and the loader's check
+ * at start that the idle time's layout is known (snap_cpu_idle_known). */
+SEC("syscall")
+int miami_snapshot_cpus(struct snapshot_arg *arg)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	snap_cpu_times(now);
+	snap_tasks_take(now, arg->stale_ns);
 	return 0;
+}
+
+/*
+ * The agent's loads at @now (policy.bpf.c agent_tick()): each CPU's busy share since the last
+ * call, in hundredths of a percent, as /proc/stat's deltas give it (src/load.rs busy_pct(), which
+ * the loader uses where this cannot load): 0 where no time passed, MIAMI_LOAD_NONE offline.
+ */
+static u64 prev_busy[MIAMI_MAX_CPUS], prev_total[MIAMI_MAX_CPUS];
+
+__hidden void snap_cpu_loads(u64 now)
+{
+	u32 cpu;
+
+	snap_cpu_times(now);
+	bpf_for(cpu, 0, nr_cpu_ids) {
+		u64 busy, total, db, dt;
+
+		if (cpu >= MIAMI_MAX_CPUS)
+			break;
+		if (!snap_cpu_online[cpu]) {
+			agent_load[cpu] = MIAMI_LOAD_NONE;
+			prev_busy[cpu] = 0;
+			prev_total[cpu] = 0;
+			continue;
+		}
+		busy = snap_cpu_busy_ns[cpu];
+		total = busy + snap_cpu_idle_ns[cpu];
+		db = busy > prev_busy[cpu] ? busy - prev_busy[cpu] : 0;
+		dt = total > prev_total[cpu] ? total - prev_total[cpu] : 0;
+		agent_load[cpu] = !dt ? 0 : db >= dt ? 10000 : db * 10000 / dt;
+		prev_busy[cpu] = busy;
+		prev_total[cpu] = total;
+	}
 }

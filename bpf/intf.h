@@ -28,6 +28,23 @@ enum miami_consts {
 	MIAMI_COMM_LEN		= 16,
 	MIAMI_MAX_NICS		= 256,	/* nic_cpus entries */
 	MIAMI_SNAP_STALE	= 1024,	/* stale net_tasks entries deleted per snapshot */
+	MIAMI_AGENT_MOVES_MAX	= 256,	/* moves one agent round decides at most (--max-migrations) */
+	MIAMI_AGENT_LOG		= 4096,	/* the last moves kept for the loader's log (a power of 2) */
+};
+
+/*
+ * The agent's constants (bpf/policy.bpf.c). Loads are in hundredths of a percent of a CPU.
+ */
+enum miami_agent_consts {
+	MIAMI_LOAD_NONE		= 0xffffffff,	/* an offline CPU: no room, not overloaded */
+	MIAMI_REPEAT_ROUNDS	= 10,	/* rounds during which the same move is not sent again */
+	MIAMI_SHED_HOLD_ROUNDS	= 50,	/* rounds a shed holds (shed_ttl_ns: 5 s at 100 ms) */
+	MIAMI_MOVE_ROUNDS	= 3,	/* rounds after which an unapplied move is stale */
+	MIAMI_UTIL_MIN_SPAN_NS	= 50000000,	/* shortest span of a task's share of a CPU */
+	MIAMI_AUTO_HIGH_DIV	= 4,	/* --class-bounds auto: high within 4x of the top task */
+	MIAMI_AUTO_MIDDLE_DIV	= 64,	/* ... middle within 64x */
+	MIAMI_AUTO_START_HIGH	= 100000,	/* ... before any task was seen */
+	MIAMI_AUTO_START_MIDDLE	= 10000,
 };
 
 /*
@@ -150,6 +167,51 @@ struct policy_move {
 	s32	cpu;
 	u32	seq;
 	u32	kind;		/* enum miami_move_kind */
+	u64	round;		/* the agent round that sent it: stale MIAMI_MOVE_ROUNDS later */
+};
+
+/*
+ * A network task as the agent's round sees it (bpf/policy.bpf.c agent_views[]): from the
+ * snapshot of net_tasks, or written by tests/policy.rs.
+ */
+struct agent_view {
+	u64	age_ns;		/* since its last send/recv tick */
+	s32	tid;
+	u32	intens;
+	s32	irq_cpu;
+	s32	cpu;		/* CPU of its last call: where it runs */
+	s32	util;		/* share of a CPU it used lately, hundredths of a percent; -1 unknown */
+	u8	active;		/* set by the round: valid and not released (step 1) */
+	u8	cls;		/* set by the round: enum miami_class */
+	u8	tier;		/* set by the round: enum miami_tier */
+	u8	pad;
+};
+
+/* One move an agent round decided (agent_moves[], and the agent_log ring buffer). */
+struct agent_move {
+	s32	tid;
+	s32	cpu;		/* target */
+	u32	kind;		/* enum miami_move_kind */
+	s32	from;		/* where the round saw it */
+	s32	irq;		/* its IRQ CPU */
+	s32	util;		/* its share of a CPU, as agent_view.util */
+	u32	load_from;	/* the two CPUs' loads, hundredths of a percent */
+	u32	load_to;
+	u32	cls;		/* its class in this round */
+	u32	pad;
+};
+
+/* Flags of struct agent_round_arg. */
+enum miami_round_flags {
+	MIAMI_ROUND_VIEWS	= 1,	/* agent_views[] are given: no snapshot */
+};
+
+/* Argument of the miami_agent_round syscall program (tests, and loaders without BPF loads). */
+struct agent_round_arg {
+	u64	now_ns;		/* CLOCK_MONOTONIC of the snapshot */
+	u64	stale_ns;	/* as snapshot_arg */
+	u32	flags;
+	u32	nr_views;	/* with MIAMI_ROUND_VIEWS: agent_views[] filled */
 };
 
 /*

@@ -249,6 +249,38 @@ __hidden s32 proc_irq_cpu(struct task_struct *p, u64 now);
 /* agent.bpf.c. Take the agent's pending move for @p, if any, within the round's budget. */
 __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u64 now);
 
+/* The agent's moves by tid (policy.bpf.c writes, agent.bpf.c apply_move() takes them). LRU: an
+ * entry never applied goes when the table fills; MIAMI_MOVE_ROUNDS old, it is ignored anyway. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MIAMI_MAX_MOVES);
+	__type(key, s32);
+	__type(value, struct policy_move);
+} policy_moves SEC(".maps") __weak;
+
+/* agent.bpf.c: the agent's knobs (user space) and the moves' budget and generation. */
+extern volatile u64 release_ns;
+extern volatile u32 max_moves;
+extern volatile u32 round_moves;
+extern volatile u32 policy_moves_gen;
+extern u32 policy_moves_seq;
+/* agent.bpf.c: the snapshot of net_tasks (snap_tasks_take()) and the CPU loads. */
+extern u32 snap_nr_tasks;
+extern struct net_task snap_tasks[MIAMI_MAX_NET_TASKS];
+__hidden void snap_tasks_take(u64 now, u64 stale_ns);
+__hidden void snap_cpu_loads(u64 now);
+/* policy.bpf.c: the agent's rounds so far, and each CPU's load over the last one. */
+extern u64 agent_round_no;
+extern u32 agent_load[MIAMI_MAX_CPUS];
+
+/* main.bpf.c: the LLC map (rodata) and the LLCs overloaded on average (the agent writes it). */
+extern const volatile u32 cpu_llc[MIAMI_MAX_CPUS];
+extern const volatile u32 llc_cpus[MIAMI_MAX_CPUS];
+extern const volatile u32 llc_first[MIAMI_MAX_LLCS];
+extern const volatile u32 llc_nr[MIAMI_MAX_LLCS];
+extern volatile u8 llc_overloaded[MIAMI_MAX_LLCS];
+extern volatile u32 nr_llcs_overloaded;
+
 /* CPUs that take no NIC input IRQ (main.bpf.c; agent.bpf.c keeps it up to date). */
 extern private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
 

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::Topology;
@@ -15,18 +15,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use crate::bpf_intf::{policy_move, snapshot_arg};
+use crate::bpf_intf::{agent_round_arg, snapshot_arg};
 use crate::bpf_skel::*;
 use crate::config::{ClassBounds, Config};
 use crate::irq::{self, IrqEvents, NicNames, Roots};
 use crate::load::{kernel_cpu_times_refused, LoadReader};
 use crate::maps::lookup_percpu_array;
-use crate::policy::{
-    Policy, PolicyConfig, TaskView, Util, AUTO_START, REPEAT_ROUNDS, SHED_HOLD_ROUNDS,
-};
+use crate::policy::{self, PolicyConfig, REPEAT_ROUNDS, SHED_HOLD_ROUNDS};
 use crate::stats::{
     launch_server, top_tasks, AgentState, Counters, Snapshot, TaskRow, NR_STATS, TOP_TASKS,
 };
@@ -53,10 +50,6 @@ const TASK_MAX_AGE_MS: u64 = 5000;
 pub fn task_max_age_ms(release_ns: u64) -> u64 {
     TASK_MAX_AGE_MS.max(release_ns / 1_000_000)
 }
-/// Rounds after which the agent deletes a policy_moves entry: BPF takes a move at the task's
-/// next placement, within a slice for a running task; one still there is held back by the
-/// budget (then the next round may still apply it) or its task sleeps, and it is stale.
-const MOVE_ROUNDS: u64 = 3;
 /// The bytes of @v, a plain #[repr(C)] struct from intf.h, as a BPF map key or value.
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
     // SAFETY: T is Copy plain data (bindgen structs of integers); the slice borrows @v.
@@ -78,6 +71,12 @@ fn policy_config(cfg: &Config) -> PolicyConfig {
 /// the same move again, so a target it still wants is renewed before it lapses.
 fn target_ttl_ns(cfg: &Config) -> u64 {
     REPEAT_ROUNDS * cfg.interval_ms * 1_000_000
+}
+
+/// The snapshot's stale age: net_tasks entries silent this long are deleted, and the stats and
+/// the agent list those up to a ms younger (task_max_age_ms()).
+fn stale_ns(release_ns: u64) -> u64 {
+    (task_max_age_ms(release_ns) + 1) * 1_000_000
 }
 
 /// How long a task follows a shed target (agent.bpf.c shed_ttl_ns).
@@ -147,22 +146,17 @@ pub struct Scheduler<'a> {
     hotplug_seq: u64,
     /// CPUs whose LLC cpu_llc holds: online at the load, or found in it since (reattach()).
     known_cpus: BTreeSet<usize>,
-    policy: Policy,
-    /// The network tasks' shares of a CPU, for the policy.
-    util: Util,
+    /// /proc/stat, for the rounds where the loads cannot be read in BPF (`!loads_in_bpf`).
     load: LoadReader,
-    /// miami_snapshot_cpus() loaded, not miami_snapshot(): the kernel lists the per-CPU
-    /// variables it reads (load.rs). Only one of the two loads.
-    kernel_times: bool,
-    /// The agent's loads come with the task table from miami_snapshot_cpus() (the kernel's
-    /// counters read in BPF), not /proc/stat: it loaded and found the idle time.
+    /// The agent's rounds run in a BPF timer (policy.bpf.c miami_agent_start()), their loads
+    /// from the kernel's counters read in BPF: miami_snapshot_cpus() loaded and found the idle
+    /// time. Otherwise the run loop runs each round (miami_agent_round()) on /proc/stat's loads.
     loads_in_bpf: bool,
     agent: AgentState,
-    /// Sequence number of the last move written to policy_moves.
-    move_seq: u32,
-    /// policy_moves entries written, tid -> the round that wrote them, to delete them later.
-    moves_written: BTreeMap<i32, u64>,
-    agent_rounds: u64,
+    /// The rounds' moves logged so far (policy.bpf.c agent_log_head).
+    log_tail: u64,
+    /// The class boundaries last logged.
+    agent_bounds: ClassBounds,
     /// On cfg.stats_socket (a --config file cannot change it); None when the socket could not
     /// be created: scheduling goes on without it.
     stats_server: Option<StatsServer<(), Snapshot>>,
@@ -238,7 +232,8 @@ impl<'a> Scheduler<'a> {
         let refused = kernel_cpu_times_refused();
         let kernel_times = refused.is_none();
         skel.progs.miami_snapshot_cpus.set_autoload(kernel_times);
-        skel.progs.miami_snapshot.set_autoload(!kernel_times);
+        skel.progs.miami_agent_start.set_autoload(kernel_times);
+        skel.progs.miami_snapshot.set_autoload(false); // tests/snapshot.rs only
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;
@@ -256,13 +251,15 @@ impl<'a> Scheduler<'a> {
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();
-        let start = cfg.bounds.unwrap_or(AUTO_START);
-        data.class_high_min = start.high_min;
-        data.class_middle_min = start.middle_min;
+        let policy = policy_config(cfg);
+        policy.write(data);
+        policy.reset_bounds(data);
         data.release_ns = cfg.release_ns;
-        data.max_moves = cfg.max_moves;
         data.target_ttl_ns = target_ttl_ns(cfg);
         data.shed_ttl_ns = shed_ttl_ns(cfg);
+        data.agent_interval_ns = cfg.interval_ms * 1_000_000;
+        data.agent_stale_ns = stale_ns(cfg.release_ns);
+        data.agent_apply = !cfg.observe as u32;
 
         // How long loading (the verifier) and attaching (every task moved over) take: a
         // restart after CPU hotplug costs as much, and under load it is seconds.
@@ -310,11 +307,19 @@ impl<'a> Scheduler<'a> {
             skel.maps.bss_data.as_ref().unwrap().snap_cpu_idle_known != 0
         };
         match (loads_in_bpf, refused) {
-            (true, _) => info!("CPU loads for the agent from the kernel's counters, read in BPF"),
-            (false, Some(why)) => info!("CPU loads for the agent from /proc/stat ({why})"),
+            (true, _) => info!(
+                "agent: rounds in a BPF timer every {} ms, CPU loads from the kernel's counters",
+                cfg.interval_ms
+            ),
+            (false, Some(why)) => info!(
+                "agent: rounds from user space every {} ms, CPU loads from /proc/stat ({why})",
+                cfg.interval_ms
+            ),
             (false, None) => info!(
-                "CPU loads for the agent from /proc/stat (this kernel keeps the nohz idle time \
-                 where BPF does not look: neither in kernel_cpustat nor in 6.12's tick_sched)"
+                "agent: rounds from user space every {} ms, CPU loads from /proc/stat (this \
+                 kernel keeps the nohz idle time where BPF does not look: neither in \
+                 kernel_cpustat nor in 6.12's tick_sched)",
+                cfg.interval_ms
             ),
         }
         let roots = Roots::default();
@@ -345,21 +350,18 @@ impl<'a> Scheduler<'a> {
             cpu_llc: llcs.cpu_llc.clone(),
             hotplug_seq,
             known_cpus: topology::online_cpus(&topo).collect(),
-            policy: Policy::new(policy_config(cfg)),
-            util: Util::default(),
             load: LoadReader::default(),
-            kernel_times,
             loads_in_bpf,
             agent: AgentState {
                 max_moves: cfg.max_moves.into(),
                 ..Default::default()
             },
-            move_seq: 0,
-            moves_written: BTreeMap::new(),
-            agent_rounds: 0,
+            log_tail: 0,
+            agent_bounds: cfg.bounds.unwrap_or(policy::AUTO_START),
             stats_server: None,
         };
         sched.refresh_irqs(true)?;
+        sched.agent_start()?;
         match sched.irq_events() {
             Some(_) => info!(
                 "IRQ map: re-read on IRQ affinity, IRQ handler and interface events, at most \
@@ -422,134 +424,74 @@ impl<'a> Scheduler<'a> {
             .collect()
     }
 
-    /// The agent's view of the network tasks of the last snapshot, without NIC names (it never
-    /// shows one).
-    fn agent_tasks(&mut self) -> Vec<TaskView> {
-        let (now, max_age) = (monotonic_ns(), task_max_age_ms(self.cfg.release_ns));
-        let tasks: Vec<TaskView> = self
-            .snap_tasks()
-            .iter()
-            .filter_map(|nt| {
-                let t = TaskRow::from_slot(nt, now, max_age, |_, _| String::new())?;
-                Some(TaskView {
-                    tid: t.tid,
-                    intens: t.intens,
-                    irq_cpu: t.irq_cpu,
-                    cpu: t.cpu,
-                    age_ms: t.age_ms,
-                    util: self.util.update(t.tid, nt.runtime_ns, nt.last_comm_ns),
-                })
-            })
-            .collect();
-        self.util.retain(&tasks.iter().map(|t| t.tid).collect());
-        tasks
-    }
-
-    /// One agent round (MiAMI III-D): loads, then the policy's moves and boundaries into BPF.
-    fn agent_round(&mut self) -> Result<()> {
-        self.agent_rounds += 1;
-        let timed = self.agent_rounds % CPU_CLOCK_EVERY == 1;
-        let (started, cpu0) = (Instant::now(), if timed { thread_cpu_us() } else { 0 });
-        self.bpf_snapshot().context("taking the agent's snapshot")?;
-        let loads = if self.loads_in_bpf {
-            self.load.advance(self.snap_cpu_times())
-        } else {
-            self.load.read()?
-        };
-        let tasks = self.agent_tasks();
-
-        // Moves BPF applied since the previous round; the swap also refills the budget.
-        let bss = self.skel.maps.bss_data.as_mut().unwrap();
-        // SAFETY: round_moves is a u32 in the mmapped .bss that BPF only updates atomically
-        // (cmpxchg); the pointer is valid and aligned for as long as the skeleton lives.
-        let applied =
-            unsafe { AtomicU32::from_ptr(&mut bss.round_moves) }.swap(0, Ordering::SeqCst);
-        self.agent.round_max = self.agent.round_max.max(applied.into());
-
-        let mut round = self.policy.round(&loads, &self.cpu_llc, &tasks);
-        if self.cfg.observe {
-            round.moves.clear(); // no ops to apply them
-        }
-        let this_round = self.agent_rounds;
-        let old: Vec<i32> = self
-            .moves_written
-            .iter()
-            .filter(|&(_, &r)| this_round - r >= MOVE_ROUNDS)
-            .map(|(&tid, _)| tid)
-            .collect();
-        for tid in old {
-            self.moves_written.remove(&tid);
-            let _ = self.skel.maps.policy_moves.delete(&tid.to_ne_bytes());
-        }
-        for m in &round.moves {
-            self.move_seq = self.move_seq.wrapping_add(1).max(1);
-            let mv = policy_move {
-                tid: m.tid,
-                cpu: m.cpu as i32,
-                seq: self.move_seq,
-                kind: m.kind.bpf(),
-            };
-            self.skel
-                .maps
-                .policy_moves
-                .update(&m.tid.to_ne_bytes(), as_bytes(&mv), MapFlags::ANY)
-                .context("writing policy_moves")?;
-            self.moves_written.insert(m.tid, this_round);
-            if log::log_enabled!(log::Level::Debug) {
-                // What the move was decided on: where the agent saw the task, its class, its
-                // share, and the loads of both CPUs (percent; "?" for a share not measured yet).
-                let t = tasks.iter().find(|t| t.tid == m.tid);
-                let (from, irq) = t.map_or((-1, -1), |t| (t.cpu, t.irq_cpu));
-                let class = t.map_or("?", |t| {
-                    crate::stats::CLASS_NAMES[round.classed_by.class_of(t.intens) as usize]
-                });
-                let share = t
-                    .and_then(|t| t.util)
-                    .map_or("?".to_string(), |u| format!("{u:.0}"));
-                let load = |cpu: i32| loads.get(cpu as usize).map_or(-1.0, |l| *l);
-                log::debug!(
-                    "agent: {:?} tid {} -> CPU {} (from CPU {from} at {:.0}%, IRQ CPU {irq}, \
-                     class {class}, share {share}%, target at {:.0}%)",
-                    m.kind,
-                    m.tid,
-                    m.cpu,
-                    load(from),
-                    load(m.cpu as i32)
-                );
-            }
-        }
-        let bss = self.skel.maps.bss_data.as_mut().unwrap();
-        if !round.moves.is_empty() {
-            bss.policy_moves_gen = bss.policy_moves_gen.wrapping_add(1);
-        }
-        for (id, flag) in bss.llc_overloaded.iter_mut().enumerate() {
-            let over = round.overloaded_llcs.contains(&(id as u32)) as u8;
-            if *flag != over {
-                log::debug!("agent: LLC {id} overloaded {over}");
-                *flag = over;
-            }
-        }
-        bss.nr_llcs_overloaded = round.overloaded_llcs.len() as u32;
-        let data = self.skel.maps.data_data.as_mut().unwrap();
-        if (data.class_high_min, data.class_middle_min)
-            != (round.bounds.high_min, round.bounds.middle_min)
-        {
-            log::debug!(
-                "agent: class bounds high >= {}, middle >= {} (overloaded CPUs {:?})",
-                round.bounds.high_min,
-                round.bounds.middle_min,
-                round.overloaded
-            );
-            data.class_high_min = round.bounds.high_min;
-            data.class_middle_min = round.bounds.middle_min;
-        }
-        self.agent.loads = loads;
-        self.agent.nr_tasks = tasks.len() as u64;
-        self.agent.round_us = started.elapsed().as_micros() as u64;
-        if timed {
-            self.agent.round_cpu_us = thread_cpu_us() - cpu0;
+    /// Start the agent's rounds in the BPF timer, or note that the run loop runs them.
+    fn agent_start(&mut self) -> Result<()> {
+        if self.loads_in_bpf {
+            run_syscall_prog(&self.skel.progs.miami_agent_start, 0u64)
+                .context("starting the agent's timer (miami_agent_start)")?;
         }
         Ok(())
+    }
+
+    /// Whether the run loop runs the agent's rounds (the kernel's CPU time counters cannot be
+    /// read in BPF here), rather than the BPF timer.
+    fn agent_in_user_space(&self) -> bool {
+        !self.loads_in_bpf
+    }
+
+    /// One agent round from user space (MiAMI III-D), where the BPF timer cannot run them:
+    /// /proc/stat's loads into BPF, then the round on a fresh snapshot (miami_agent_round()).
+    fn agent_round(&mut self) -> Result<()> {
+        let loads = self.load.read()?;
+        let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        for (slot, &l) in bss.agent_load.iter_mut().zip(&loads) {
+            *slot = policy::load_bpf(l);
+        }
+        let arg = agent_round_arg {
+            now_ns: monotonic_ns(),
+            stale_ns: stale_ns(self.cfg.release_ns),
+            flags: 0,
+            nr_views: 0,
+        };
+        run_syscall_prog(&self.skel.progs.miami_agent_round, arg)
+            .context("running the agent's round (miami_agent_round)")
+    }
+
+    /// Take what the rounds did since the last call: their moves into the --verbose log, a
+    /// boundary change too; their figures into the stats. Reads memory only (.bss).
+    fn agent_report(&mut self) {
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let head = bss.agent_log_head;
+        let size = bss.agent_log.len() as u64;
+        if log::log_enabled!(log::Level::Debug) {
+            let from = self.log_tail.max(head.saturating_sub(size));
+            if from > self.log_tail {
+                log::debug!("agent: {} moves not logged (the log wrapped)", from - self.log_tail);
+            }
+            for n in from..head {
+                log::debug!("{}", policy::describe_move(&bss.agent_log[(n % size) as usize]));
+            }
+        }
+        self.log_tail = head;
+        self.agent.round_max = bss.agent_round_max.into();
+        self.agent.nr_tasks = bss.agent_nr_tasks.into();
+        self.agent.round_us = bss.agent_round_ns / 1000;
+        self.agent.round_cpu_us = self.agent.round_us;
+        let nr = self.nr_cpus.min(bss.agent_load.len());
+        self.agent.loads = bss.agent_load[..nr]
+            .iter()
+            .map(|&l| policy::pct_of(l).unwrap_or(f64::NAN))
+            .collect();
+        let b = policy::bounds(self.skel.maps.data_data.as_ref().unwrap());
+        if b != self.agent_bounds {
+            log::debug!(
+                "agent: class bounds high >= {}, middle >= {} ({} CPUs overloaded)",
+                b.high_min,
+                b.middle_min,
+                bss.agent_nr_over
+            );
+            self.agent_bounds = b;
+        }
     }
 
     /// Totals for the stats server and --stats.
@@ -561,7 +503,7 @@ impl<'a> Scheduler<'a> {
             nr_cpus: self.nr_cpus,
             nr_irq_changes: self.nr_irq_changes,
             nr_irq_refreshes: self.irq_refreshes,
-            bounds: self.policy.bounds(),
+            bounds: policy::bounds(self.skel.maps.data_data.as_ref().unwrap()),
             agent: self.agent.clone(),
             loader_cpu_ms: clock_ns(rustix::time::ClockId::ProcessCPUTime) / 1_000_000,
         }
@@ -618,7 +560,6 @@ impl<'a> Scheduler<'a> {
         }
         let data = self.skel.maps.data_data.as_mut().unwrap();
         data.release_ns = new.release_ns;
-        data.max_moves = new.max_moves;
         data.target_ttl_ns = target_ttl_ns(new);
         data.shed_ttl_ns = shed_ttl_ns(new);
         if new.max_moves != old.max_moves {
@@ -629,9 +570,13 @@ impl<'a> Scheduler<'a> {
                 ..self.agent.clone()
             };
         }
-        self.policy.set_config(policy_config(new));
-        let b = self.policy.bounds();
-        (data.class_high_min, data.class_middle_min) = (b.high_min, b.middle_min);
+        let policy = policy_config(new);
+        policy.write(data);
+        if new.bounds != old.bounds {
+            policy.reset_bounds(data);
+        }
+        data.agent_interval_ns = new.interval_ms * 1_000_000;
+        data.agent_stale_ns = stale_ns(new.release_ns);
         self.cfg = new.clone();
         info!("reconfigured: {}", changed.join(", "));
     }

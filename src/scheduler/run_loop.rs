@@ -117,12 +117,13 @@ impl Scheduler<'_> {
                     }
                 }
             }
-            if now >= next_agent {
+            if self.agent_in_user_space() && now >= next_agent {
                 if let Err(e) = self.agent_round() {
                     warn!("agent round failed: {e:#}");
                 }
                 next_agent = now + agent_period(&self.cfg);
             }
+            self.agent_report();
             if let Some(p) = stats_period {
                 if now >= next_stats {
                     // The same Sample and report a --monitor client prints. A closed stdout
@@ -134,10 +135,11 @@ impl Scheduler<'_> {
                     next_stats = now + p;
                 }
             }
-            // Wait until the next round, stats report or look at the IRQ map events, at most
-            // MAX_SLEEP: at the defaults the agent's 100 ms, and with a longer --interval-ms
-            // no more wakeups than that needs (the loop woke every 100 ms whatever the period,
-            // 10.5 times a second at --interval-ms 10000: docs/results/loader-cost.md). With no
+            // Wait until the next round (where user space runs them), stats report or look at
+            // the IRQ map events, at most MAX_SLEEP: with the rounds in the BPF timer and the
+            // defaults, a second (the loop woke every 100 ms for the rounds, whose wakeups alone
+            // cost more than scx_bpfland's whole loader under TCG: docs/results/loader-cost.md).
+            // With no
             // stats client lately, sleep and then answer what came meanwhile (a request waits
             // at most that long): not recv_timeout(), because crossbeam spins and then calls
             // sched_yield() several times before it blocks, and again when the timeout ends,
@@ -150,7 +152,7 @@ impl Scheduler<'_> {
             let wait = loop_sleep(
                 now,
                 [
-                    Some(next_agent),
+                    self.agent_in_user_space().then_some(next_agent),
                     Some(now + irq_period(&self.cfg)),
                     stats_period.map(|_| next_stats),
                     inject_at.map(|(_, at)| at),
@@ -181,10 +183,11 @@ impl Scheduler<'_> {
             }
         }
 
+        self.agent_report();
         let total = self.counters();
         let _ = self.link.take();
         info!("totals since start:\n{}", total.report().trim_end());
-        let b = self.policy.bounds();
+        let b = crate::policy::bounds(self.skel.maps.data_data.as_ref().unwrap());
         info!(
             "agent: most moves in one round {} (cap {}), classes now high >= {}, middle >= {}",
             self.agent.round_max, self.agent.max_moves, b.high_min, b.middle_min

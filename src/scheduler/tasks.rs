@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The network-task table and the CPUs' busy times as the agent and the stats read them:
-//! miami_snapshot_cpus() (bpf/agent.bpf.c) copies both into .bss in one system call, and they
-//! are read from memory (miami_snapshot(), the table alone, where that one cannot load).
+//! The network-task table as the stats read it: the agent's rounds copy it into .bss
+//! (bpf/agent.bpf.c snap_tasks_take()), and it is read from memory; and the one way the loader
+//! runs a BPF program by hand (BPF_PROG_TEST_RUN).
 
 use anyhow::{bail, Result};
 use libbpf_rs::ProgramInput;
-use log::warn;
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{task_max_age_ms, Scheduler};
-use crate::bpf_intf::{net_task, snapshot_arg};
-use crate::load::{cpu_times, CpuTimes};
+use super::Scheduler;
+use crate::bpf_intf::net_task;
 
 /// Run syscall program @prog (BPF_PROG_TEST_RUN) on argument @arg; an error unless it returns 0.
 /// Public for tests/snapshot.rs, which runs miami_snapshot() the way the scheduler does.
@@ -33,52 +32,35 @@ pub fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Re
 }
 
 impl Scheduler<'_> {
-    /// Run miami_snapshot_cpus() (or miami_snapshot()): the live entries of `net_tasks` (and the
-    /// CPU times) into .bss, in one system call (agent.bpf.c). It also deletes the entries that
-    /// went stale.
-    pub(super) fn bpf_snapshot(&self) -> Result<()> {
-        let max_age_ms = task_max_age_ms(self.cfg.release_ns);
-        // TaskRow::from_slot() drops an entry whose age in whole ms exceeds max_age_ms.
-        let arg = snapshot_arg {
-            stale_ns: (max_age_ms + 1) * 1_000_000,
-        };
-        let prog = if self.kernel_times {
-            &self.skel.progs.miami_snapshot_cpus
-        } else {
-            &self.skel.progs.miami_snapshot
-        };
-        run_syscall_prog(prog, arg)
-    }
-
-    /// Every live entry of the `net_tasks` table, from a fresh snapshot.
+    /// The live entries of `net_tasks` as the agent's last round copied them (agent.bpf.c
+    /// snap_tasks_take(), into .bss): no system call. A copy is at most a round old. The copy
+    /// in progress (snap_seq odd, or changed while reading) is read again, a few times at most:
+    /// a round writes it in well under a millisecond on a real CPU.
     pub(super) fn read_net_tasks(&self) -> Vec<net_task> {
-        if let Err(e) = self.bpf_snapshot() {
-            warn!("reading net_tasks: {e:#}");
-            return Vec::new();
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let seq = || {
+            // SAFETY: snap_seq is a u32 in the mmapped .bss that BPF updates atomically; the
+            // pointer is valid and aligned for as long as the skeleton lives.
+            unsafe { AtomicU32::from_ptr(&bss.snap_seq as *const u32 as *mut u32) }
+                .load(Ordering::Acquire)
+        };
+        let mut tasks = Vec::new();
+        for _ in 0..READ_TRIES {
+            let before = seq();
+            let nr = (bss.snap_nr_tasks as usize).min(bss.snap_tasks.len());
+            tasks = bss.snap_tasks[..nr]
+                .iter()
+                // SAFETY: the skeleton's net_task and bindgen's are both struct net_task of
+                // intf.h.
+                .map(|t| unsafe { std::ptr::read_unaligned(t as *const _ as *const net_task) })
+                .collect();
+            if before % 2 == 0 && seq() == before {
+                break;
+            }
         }
-        self.snap_tasks()
-    }
-
-    /// The CPUs' busy and idle times miami_snapshot_cpus() last copied from the kernel's
-    /// counters, for the agent's loads.
-    pub(super) fn snap_cpu_times(&self) -> Vec<CpuTimes> {
-        let bss = self.skel.maps.bss_data.as_ref().unwrap();
-        let nr = self.nr_cpus.min(bss.snap_cpu_busy_ns.len());
-        cpu_times(
-            &bss.snap_cpu_busy_ns[..nr],
-            &bss.snap_cpu_idle_ns[..nr],
-            &bss.snap_cpu_online[..nr],
-        )
-    }
-
-    /// The `net_tasks` entries of the last snapshot.
-    pub(super) fn snap_tasks(&self) -> Vec<net_task> {
-        let bss = self.skel.maps.bss_data.as_ref().unwrap();
-        let nr = (bss.snap_nr_tasks as usize).min(bss.snap_tasks.len());
-        bss.snap_tasks[..nr]
-            .iter()
-            // SAFETY: the skeleton's net_task and bindgen's are both struct net_task of intf.h.
-            .map(|t| unsafe { std::ptr::read_unaligned(t as *const _ as *const net_task) })
-            .collect()
+        tasks
     }
 }
+
+/// Reads of the task table before one written meanwhile is taken as it is.
+const READ_TRIES: usize = 4;
