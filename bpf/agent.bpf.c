@@ -188,8 +188,14 @@ struct snap_walk {
 	u64	now;
 	u64	stale_ns;
 	u32	nr;
-	u32	nr_stale;
 };
+
+/*
+ * The walk's counts are globals, not members of @w on the stack: the verifier tracks a stack
+ * count as a constant through each run of the callback, tells the runs apart by it, and gave
+ * up on the timer's program ("The sequence of 8193 jumps is too complex", 7.3).
+ */
+static u32 walk_nr, walk_nr_stale;
 
 static long snap_task(struct bpf_map *map, s32 *tid, struct net_task *nt, struct snap_walk *w)
 {
@@ -198,32 +204,37 @@ static long snap_task(struct bpf_map *map, s32 *tid, struct net_task *nt, struct
 
 	/* A call after @now, on another CPU, is not stale. */
 	if (last && last < w->now && w->now - last >= w->stale_ns) {
-		i = w->nr_stale++;
+		i = walk_nr_stale;
 		if (i < MIAMI_SNAP_STALE)
-			snap_stale[i] = *tid;
+			snap_stale[i & (MIAMI_SNAP_STALE - 1)] = *tid;
+		walk_nr_stale = i + 1;
 		return 0;
 	}
-	i = w->nr;
+	i = walk_nr;
 	if (i >= MIAMI_MAX_NET_TASKS)
 		return 1;
-	__builtin_memcpy(&snap_tasks[i], nt, sizeof(*nt));
-	w->nr = i + 1;
+	__builtin_memcpy(&snap_tasks[i & (MIAMI_MAX_NET_TASKS - 1)], nt, sizeof(*nt));
+	walk_nr = i + 1;
 	return 0;
 }
 
 /* Every entry of net_tasks, by a walk of the whole table. */
 static void snap_walk_all(struct snap_walk *w)
 {
-	u32 i;
+	u32 i, nr_stale;
 
+	walk_nr = 0;
+	walk_nr_stale = 0;
 	bpf_for_each_map_elem(&net_tasks, snap_task, w, 0);
-	bpf_for(i, 0, w->nr_stale) {
+	w->nr = walk_nr;
+	nr_stale = walk_nr_stale;
+	bpf_for(i, 0, nr_stale) {
 		if (i >= MIAMI_SNAP_STALE)
 			break;
 		bpf_map_delete_elem(&net_tasks, &snap_stale[i]);
 	}
 	/* Stale entries left: the lookups would never see them again, so walk next time too. */
-	if (w->nr_stale > MIAMI_SNAP_STALE)
+	if (nr_stale > MIAMI_SNAP_STALE)
 		snap_added = ~0ULL;
 }
 

@@ -10,8 +10,8 @@
  * last-level cache (tier cache), and anywhere else only when those are overloaded (tier other).
  * How hard a task pulls toward its IRQ CPU depends on its communication intensiveness
  * (netmon.bpf.c): 10^6 / mean interval between its send/recv calls in us, 1..10^6. The task's
- * most intensive connection represents it. Two boundaries, written by user space at run time,
- * split intensiveness into three classes:
+ * most intensive connection represents it. Two boundaries, which the agent's rounds move
+ * (policy.bpf.c), split intensiveness into three classes:
  *
  *   high    intens >= class_high_min     claims the core tier, even from non-network work and
  *                                        from the lower classes (their load there is no
@@ -78,8 +78,8 @@
  *
  * 5. The agent's moves (paper III-D steps 1 to 3)
  *
- * agent.bpf.c: release (is_net_task()) and the upgrades and sheds user space decides
- * (apply_move()). A task's move target comes first in pick_net_cpu() while it is idle or has
+ * agent.bpf.c: release (is_net_task()) and the upgrades and sheds the agent's rounds decide
+ * (policy.bpf.c, a BPF timer; apply_move()). A task's move target comes first in pick_net_cpu() while it is idle or has
  * room, for at most target_ttl_ns (shed_ttl_ns for a shed), and a target outside the IRQ CPU's
  * LLC only while that LLC is overloaded (target_alive()).
  *
@@ -144,16 +144,16 @@ const volatile u32 net_room_pct = 80;
 const volatile u64 load_win_ns = 10000000;
 
 /*
- * Written by user space at run time (.data): the class boundaries on intensiveness, which the
- * agent moves with load, and the knobs a SIGHUP may change (--config). Defaults here only
- * matter before the loader writes its values.
+ * The class boundaries on intensiveness (.data): the loader writes the initial ones
+ * (--class-bounds, and again on a SIGHUP that changes them), the agent's rounds move them with
+ * load. Defaults here only matter before the loader writes its values.
  */
 volatile u32 class_high_min = 100000;
 volatile u32 class_middle_min = 10000;
 
 /*
  * Written by the agent every round (.bss): 1 for an LLC whose CPUs were busy above
- * --high-load-pct on average over the last round (/proc/stat, softirq included). Zero until
+ * --high-load-pct on average over the last round (the kernel's CPU times, softirq included). Zero until
  * the first round: no spilling before the agent has looked.
  */
 volatile u8 llc_overloaded[MIAMI_MAX_LLCS];

@@ -261,7 +261,7 @@ static __always_inline void publish_task(struct task_ctx *taskc, u64 now, bool c
 			return;
 	}
 	nt->last_comm_ns = now;
-	/* The agent's share of a CPU this thread needs (policy.rs Util), from two of these. */
+	/* The agent's share of a CPU this thread needs (policy.bpf.c agent_util()), from two of these. */
 	nt->runtime_ns = bpf_get_current_task_btf()->se.sum_exec_runtime;
 	nt->intens = taskc->intens;
 	nt->irq_cpu = taskc->irq_cpu;

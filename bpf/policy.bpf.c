@@ -233,13 +233,25 @@ int agent_before(u32 kind, u32 a, u32 b)
 	return x->tid < y->tid;
 }
 
+/*
+ * Loop-carried values live in globals, not on the stack: the verifier tracks a stack value
+ * through each iteration and tells the iterations apart by it (6.12 gave up on agent_sift()
+ * at 10^6 instructions that way); a global's value it does not track. The rounds never run
+ * two at a time (one timer, or the loader's one system call).
+ */
+static u32 sift_root;
+static s32 least_cpu;
+static u32 least_load;
+static u32 round_top;
+
 /* Heap sort's sift-down of @root in a heap of @n (the last in order at the top). */
 int agent_sift(u32 kind, u32 root, u32 n)
 {
 	u32 i;
 
+	sift_root = root;
 	bpf_for(i, 0, 32) {
-		u32 child = 2 * root + 1, *r, *c, v;
+		u32 root = sift_root, child = 2 * root + 1, *r, *c, v;
 
 		if (child >= n)
 			break;
@@ -256,7 +268,7 @@ int agent_sift(u32 kind, u32 root, u32 n)
 		v = *r;
 		*r = *c;
 		*c = v;
-		root = child;
+		sift_root = child;
 	}
 	return 0;
 }
@@ -522,9 +534,10 @@ static __always_inline bool cpu_passes(struct agent_view *t, s32 c, u32 test)
 int agent_least_loaded(u32 i, s32 cpu, u32 all, u32 test, s32 except)
 {
 	struct agent_view *t = view(i);
-	u32 best_load = NO_LOAD, first = 0, nr = nr_cpu_ids, j, l;
-	s32 best = MIAMI_NO_CPU;
+	u32 first = 0, nr = nr_cpu_ids, j, l;
 
+	least_cpu = MIAMI_NO_CPU;
+	least_load = NO_LOAD;
 	if (!t)
 		return MIAMI_NO_CPU;
 	if (!all) {
@@ -544,14 +557,14 @@ int agent_least_loaded(u32 i, s32 cpu, u32 all, u32 test, s32 except)
 		load = agent_load[CI(c)];
 		if (load >= agent_low_load || load == NO_LOAD)
 			continue;
-		if (load < best_load || (load == best_load && c < best)) {
+		if (load < least_load || (load == least_load && c < least_cpu)) {
 			if (!cpu_passes(t, c, test))
 				continue;
-			best = c;
-			best_load = load;
+			least_cpu = c;
+			least_load = load;
 		}
 	}
-	return best;
+	return least_cpu;
 }
 
 /* ---- the steps ---- */
@@ -721,9 +734,10 @@ static void views_from_snapshot(u64 now, u64 stale_ns)
 /* Step 1 and the boundaries' base: mark the active views, class and tier each. @top: out. */
 static u32 views_classify(void)
 {
-	u32 i, nr = agent_nr_tasks, top = 0;
+	u32 i, nr = agent_nr_tasks;
 
 	agent_released = 0;
+	round_top = 0;
 	bpf_for(i, 0, nr) {
 		struct agent_view *t = view(i);
 
@@ -737,10 +751,10 @@ static u32 views_classify(void)
 			continue;
 		}
 		t->active = 1;
-		if (t->intens > top)
-			top = t->intens;
+		if (t->intens > round_top)
+			round_top = t->intens;
 	}
-	return top;
+	return round_top;
 }
 
 /* Per CPU: the network tasks it holds (fits()), those near it (held_off()), the most intensive
@@ -794,8 +808,9 @@ static void views_count(void)
 /* Reset the per-CPU scratch; each LLC's mean load over its online CPUs; the overloaded CPUs. */
 static void cpus_prepare(void)
 {
-	u32 c, l, nr_over = 0;
+	u32 c, l;
 
+	agent_nr_over = 0;
 	bpf_for(l, 0, MIAMI_MAX_LLCS) {
 		llc_sum[l] = 0;
 		llc_cnt[l] = 0;
@@ -815,15 +830,14 @@ static void cpus_prepare(void)
 		wait_cls[CI(c)] = CLASS_NONE;
 		load = agent_load[CI(c)];
 		over[CI(c)] = load != NO_LOAD && load > agent_high_load;
-		if (over[CI(c)] && nr_over < MIAMI_MAX_CPUS)
-			agent_over[CI(nr_over++)] = c;
+		if (over[CI(c)] && agent_nr_over < MIAMI_MAX_CPUS)
+			agent_over[CI(agent_nr_over++)] = c;
 		if (load != NO_LOAD) {
 			l = llc_of(c);
 			llc_sum[l] += load;
 			llc_cnt[l]++;
 		}
 	}
-	agent_nr_over = nr_over;
 	nr_llcs_overloaded = 0;
 	bpf_for(l, 0, MIAMI_MAX_LLCS) {
 		u8 o;

@@ -71,9 +71,9 @@ pub struct Opts {
     ///
     /// Each round re-reads the CPU loads, then releases silent tasks from its view, upgrades
     /// intensive tasks to a better tier, sheds tasks off overloaded CPUs and moves the class
-    /// boundaries. The loader wakes once per round (at least once a second), so a longer
-    /// period reacts more slowly and costs less CPU: at 1000 a tenth of the default's rounds.
-    /// Range 10..=10000.
+    /// boundaries. The rounds run in a BPF timer, as the paper's kernel timers did; only where
+    /// BPF cannot read the kernel's CPU time counters does the loader wake for each round (the
+    /// start-up log says which). A longer period reacts more slowly. Range 10..=10000.
     #[arg(long, default_value_t = 100)]
     pub interval_ms: u64,
 

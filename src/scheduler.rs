@@ -85,7 +85,7 @@ fn shed_ttl_ns(cfg: &Config) -> u64 {
 }
 
 /// @clock in ns: CLOCK_MONOTONIC is the clock of bpf_ktime_get_ns(); the CPU-time clocks give
-/// what the loader itself costs (stats: agent_cpu_us, loader_cpu_ms and the IRQ refresh's).
+/// what the loader itself costs (stats: loader_cpu_ms and the IRQ refresh's).
 fn clock_ns(clock: rustix::time::ClockId) -> u64 {
     let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -95,10 +95,10 @@ fn monotonic_ns() -> u64 {
     clock_ns(rustix::time::ClockId::Monotonic)
 }
 
-/// Every this many agent rounds and quick IRQ map refreshes, their CPU time is read
-/// (agent_cpu_us, irq_refresh_cpu_us; a full scan's always). A thread's CPU clock is a system
-/// call that takes its runqueue's lock: in a TCG guest with eight busy receivers, perf counted
-/// 9.8% of the loader's samples in it, at two reads per round and per refresh.
+/// Every this many quick IRQ map refreshes, their CPU time is read (irq_refresh_cpu_us; a full
+/// scan's always). A thread's CPU clock is a system call that takes its runqueue's lock: in a
+/// TCG guest with eight busy receivers, perf counted 9.8% of the loader's samples in it, at two
+/// reads per agent round and per refresh when the rounds ran in user space.
 const CPU_CLOCK_EVERY: u64 = 10;
 
 /// CPU time of the calling thread in us.
@@ -476,7 +476,7 @@ impl<'a> Scheduler<'a> {
         self.agent.round_max = bss.agent_round_max.into();
         self.agent.nr_tasks = bss.agent_nr_tasks.into();
         self.agent.round_us = bss.agent_round_ns / 1000;
-        self.agent.round_cpu_us = self.agent.round_us;
+        self.agent.bpf_total_ms = bss.agent_round_ns_total / 1_000_000;
         let nr = self.nr_cpus.min(bss.agent_load.len());
         self.agent.loads = bss.agent_load[..nr]
             .iter()

@@ -56,7 +56,7 @@ fn snapshot(scale: u64) -> Snapshot {
             loads: vec![10.0, 95.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.4],
             nr_tasks: 2,
             round_us: 250,
-            round_cpu_us: 120,
+            bpf_total_ms: 120,
             irq_refresh_cpu_us: 40,
             irq_scan_cpu_us: 900,
         },
@@ -175,7 +175,7 @@ fn json_has_every_field_with_its_meta_type() {
     assert_eq!(obj["nr_irq_changes"], 2);
     assert_eq!(obj["nr_irq_refreshes"], 31);
     assert_eq!(obj["agent_cost_us"], 250);
-    assert_eq!(obj["agent_cpu_us"], 120);
+    assert_eq!(obj["agent_bpf_ms"], 120);
     assert_eq!(obj["irq_refresh_cpu_us"], 40);
     assert_eq!(obj["irq_scan_cpu_us"], 900);
     assert_eq!(obj["loader_cpu_ms"], 1234);

@@ -74,7 +74,7 @@ fn snapshot(scale: u64, nr_irq_changes: u64) -> Snapshot {
             loads: vec![10.0, 95.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.4],
             nr_tasks: 2,
             round_us: 250,
-            round_cpu_us: 120,
+            bpf_total_ms: 120,
             irq_refresh_cpu_us: 40,
             irq_scan_cpu_us: 900,
         },

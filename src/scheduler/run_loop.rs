@@ -192,6 +192,12 @@ impl Scheduler<'_> {
             "agent: most moves in one round {} (cap {}), classes now high >= {}, middle >= {}",
             self.agent.round_max, self.agent.max_moves, b.high_min, b.middle_min
         );
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        info!(
+            "agent: {} rounds, {:.1} ms in BPF in all",
+            bss.agent_round_no,
+            bss.agent_round_ns_total as f64 / 1e6
+        );
         if self.cfg.observe {
             return Ok(false);
         }

@@ -494,14 +494,16 @@ pub static DERIVED: &[FieldDesc] = &[
         U64,
         "us",
         Gauge,
-        "wall time of the agent's last round: read loads and tasks, decide, write moves"
+        "time of the agent's last round in BPF: snapshot of loads and tasks, steps 1-3, moves \
+         written (the BPF timer's, or the loader's system call where user space runs the rounds)"
     ),
     field!(
-        "agent_cpu_us",
+        "agent_bpf_ms",
         U64,
-        "us",
-        Gauge,
-        "CPU time of one of the agent's last 10 rounds (the loader thread's clock, no waiting counted, read every 10th round: a system call)"
+        "ms",
+        Counter,
+        "time of all the agent's rounds since the start (a total, not a delta): the agent's cost, \
+         in the BPF timer's softirq, outside loader_cpu_ms"
     ),
     field!(
         "irq_refresh_cpu_us",

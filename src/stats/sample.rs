@@ -38,10 +38,11 @@ pub struct AgentState {
     /// Busy percent per CPU over the last round.
     pub loads: Vec<f64>,
     pub nr_tasks: u64,
+    /// Time of the last round (BPF), and of all rounds since the start.
     pub round_us: u64,
-    /// CPU time (the thread's) of the last round, of the last IRQ map refresh (quick or full)
-    /// and of the last full scan.
-    pub round_cpu_us: u64,
+    pub bpf_total_ms: u64,
+    /// CPU time (the loader thread's) of the last IRQ map refresh (quick or full) and of the
+    /// last full scan.
     pub irq_refresh_cpu_us: u64,
     pub irq_scan_cpu_us: u64,
 }
@@ -67,7 +68,7 @@ pub struct Sample {
     pub max_migrations: u64,
     pub nr_net_tasks: u64,
     pub agent_cost_us: u64,
-    pub agent_cpu_us: u64,
+    pub agent_bpf_ms: u64,
     pub irq_refresh_cpu_us: u64,
     pub irq_scan_cpu_us: u64,
     pub loader_cpu_ms: u64,
@@ -96,7 +97,7 @@ impl Sampler {
             max_migrations: snap.agent.max_moves,
             nr_net_tasks: snap.agent.nr_tasks,
             agent_cost_us: snap.agent.round_us,
-            agent_cpu_us: snap.agent.round_cpu_us,
+            agent_bpf_ms: snap.agent.bpf_total_ms,
             irq_refresh_cpu_us: snap.agent.irq_refresh_cpu_us,
             irq_scan_cpu_us: snap.agent.irq_scan_cpu_us,
             loader_cpu_ms: snap.loader_cpu_ms,
@@ -129,7 +130,7 @@ impl Sample {
             "max_migrations" => self.max_migrations.into(),
             "nr_net_tasks" => self.nr_net_tasks.into(),
             "agent_cost_us" => self.agent_cost_us.into(),
-            "agent_cpu_us" => self.agent_cpu_us.into(),
+            "agent_bpf_ms" => self.agent_bpf_ms.into(),
             "irq_refresh_cpu_us" => self.irq_refresh_cpu_us.into(),
             "irq_scan_cpu_us" => self.irq_scan_cpu_us.into(),
             "loader_cpu_ms" => self.loader_cpu_ms.into(),
@@ -186,7 +187,7 @@ impl Sample {
             max_migrations: u64_of("max_migrations")?,
             nr_net_tasks: u64_of("nr_net_tasks")?,
             agent_cost_us: u64_of("agent_cost_us")?,
-            agent_cpu_us: u64_of("agent_cpu_us")?,
+            agent_bpf_ms: u64_of("agent_bpf_ms")?,
             irq_refresh_cpu_us: u64_of("irq_refresh_cpu_us")?,
             irq_scan_cpu_us: u64_of("irq_scan_cpu_us")?,
             loader_cpu_ms: u64_of("loader_cpu_ms")?,
@@ -208,8 +209,8 @@ impl Sample {
     pub fn report(&self, interval_s: f64) -> String {
         format!(
             "--- stats (delta over {interval_s:.1} s)\n{}classes high>={} middle>={}\n\
-             agent: most moves in one round {} (cap {}), {} network tasks, last round {} us \
-             wall, {} us CPU (one of the last 10 rounds)\n\
+             agent: most moves in one round {} (cap {}), {} network tasks, last round {} us, \
+             all rounds {} ms (BPF)\n\
              loader CPU since start {} ms; IRQ map refresh {} us CPU (one of the last 10), full \
              scan {} us CPU, {} refreshes since start\n\
              irq_cpus {} (changes since start: {})\n{}",
@@ -220,7 +221,7 @@ impl Sample {
             self.max_migrations,
             self.nr_net_tasks,
             self.agent_cost_us,
-            self.agent_cpu_us,
+            self.agent_bpf_ms,
             self.loader_cpu_ms,
             self.irq_refresh_cpu_us,
             self.irq_scan_cpu_us,

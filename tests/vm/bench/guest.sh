@@ -826,6 +826,13 @@ if s == "miami":
         if n[k] is not None and calls:
             moves[k] = round(n[k] / calls, 3)
     r["dispatch_moves"] = moves or None
+    # The agent's rounds in the BPF timer (policy.bpf.c), which bpf_stats does not count (a
+    # timer callback is no program run): their time per round from the exit log, times the
+    # rounds a second at the default --interval-ms 100. CPU time outside the loader's.
+    m = re.search(r"agent: (\d+) rounds, ([\d.]+) ms in BPF", part)
+    if m and int(m.group(1)):
+        r["agent_round_us"] = round(float(m.group(2)) * 1e3 / int(m.group(1)), 1)
+        r["agent_bpf_ms_per_s"] = round(r["agent_round_us"] * 10 / 1e3, 3)
     # The share of its enqueue() calls that preempted the task's IRQ CPU for it (preempt_kicks),
     # the same way: SCX_ENQ_PREEMPT on the CPU the task woke onto, or a kick from another CPU,
     # which is an IRQ work interrupt (iwi_per_s) on the CPU that sent it.

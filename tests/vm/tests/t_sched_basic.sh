@@ -12,10 +12,12 @@
 # event for 3 s the re-read count (nr_irq_refreshes) grows by at most 1 (none is due; 1 for a
 # link message of the test's own set-up still in flight), and after NIC A's IRQ is re-pinned
 # from CPU 1 to CPU 2 the IRQ CPUs read 2,5 within 3 s, after at least one re-read.
-# The agent's CPU loads come from miami_snapshot_cpus() on every kernel of the matrix (Debian's list
-# per-CPU variables in kallsyms): that program passed the verifier and loaded, the log says. It
-# reads idle time where each kernel keeps it (6.12: tick_sched; 7.x: kernel_cpustat), so the
-# loads are checked on each: with the guest quiet their median is at most 30% (idle time that
+# The agent's rounds run in the BPF timer on every kernel of the matrix (Debian's list per-CPU
+# variables in kallsyms): its program (miami_agent_start(), with the whole round and the CPU
+# times) passed the verifier and loaded, the log says. The timer's rounds compute the loads the stats show, from idle
+# time where each kernel keeps it (6.12: tick_sched; 7.x: kernel_cpustat), so the loads are
+# checked on each, which also shows the rounds run: with the guest quiet their median is at most
+# 30% (idle time that
 # went uncounted, such as the idle period in progress, would read near 100%), and with
 # `stress-ng --cpu` on every CPU at least 90% (/proc/stat reads 100%; busy time over wall time,
 # where a vCPU that misses ticks under TCG falls behind, read 37% on a busy CPU). Then, with no
@@ -46,9 +48,9 @@ done
 if sched_start --stats 1 --irq-refresh-ms 100; then pass "enabled, ops $(sched_ops)"; else fail "scheduler did not start"; fi
 iperf_server 5201 "$ADDR_A_SRV"
 iperf_client cli "$ADDR_A_SRV" 5201 2 >/dev/null
-grep -q "CPU loads for the agent from the kernel's counters" "$SCHED_LOG" &&
-	pass "agent loads from the kernel's counters (miami_snapshot_cpus() loaded)" ||
-	fail "agent loads: $(grep -m1 'CPU loads for the agent' "$SCHED_LOG" || echo 'no such line')"
+grep -q "agent: rounds in a BPF timer" "$SCHED_LOG" &&
+	pass "agent rounds in the BPF timer (miami_agent_start() loaded)" ||
+	fail "agent rounds: $(grep -m1 'agent: rounds' "$SCHED_LOG" || echo 'no such line')"
 grep -q "IRQ CPUs: 1,5" "$SCHED_LOG" && pass "IRQ CPUs 1,5 found" ||
 	fail "IRQ CPUs: $(grep 'IRQ CPUs' "$SCHED_LOG" || echo none)"
 
