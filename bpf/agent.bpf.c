@@ -300,11 +300,11 @@ int miami_snapshot(struct snapshot_arg *arg)
 }
 
 /*
- * The agent round's CPU loads, which miami_snapshot_cpus() below copies with the task table:
- * each CPU's busy and idle time since boot, as /proc/stat computes them, and whether the CPU
- * is online (its runqueue's flag; /proc/stat lists online CPUs only). The agent read
- * /proc/stat for them: under TCG that read (the kernel printing every IRQ's count over every
- * CPU) cost 1.6 ms of CPU per round, ten rounds a second (docs/results/loader-cost.md).
+ * The agent round's CPU loads (snap_cpu_loads() below, from the timer's round): each CPU's busy
+ * and idle time since boot, as /proc/stat computes them, and whether the CPU is online (its
+ * runqueue's flag; /proc/stat lists online CPUs only). The agent read /proc/stat for them:
+ * under TCG that read (the kernel printing every IRQ's count over every CPU) cost 1.6 ms of CPU
+ * per round, ten rounds a second (docs/results/loader-cost.md).
  *
  * Busy is the tick-sampled user, nice, system, irq, softirq and steal of kernel_cpustat. Idle
  * (with iowait) must be the nohz idle time, as fs/proc/stat.c's get_idle_time() takes it, not
@@ -318,9 +318,10 @@ int miami_snapshot(struct snapshot_arg *arg)
  * kernel with neither layout snap_cpu_idle_known stays 0, and the agent reads /proc/stat.
  *
  * The verifier finds per-CPU variables through kallsyms, which lists them only with
- * CONFIG_KALLSYMS_ALL, so on a kernel without it miami_snapshot_cpus() does not load: the
- * loader then loads miami_snapshot() instead (one of the two, src/load.rs
- * kernel_cpu_times_refused(), which also asks the kernel's BTF) and reads /proc/stat.
+ * CONFIG_KALLSYMS_ALL, so on a kernel without it neither miami_snapshot_cpus() nor the timer's
+ * program (policy.bpf.c miami_agent_start()) loads: the loader leaves both out (src/load.rs
+ * kernel_cpu_times_refused(), which also asks the kernel's BTF), reads /proc/stat and runs the
+ * rounds itself (miami_agent_round()).
  */
 extern struct kernel_cpustat kernel_cpustat __ksym;
 extern struct rq runqueues __ksym;

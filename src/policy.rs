@@ -8,9 +8,9 @@
 use crate::bpf_intf::{
     miami_agent_consts_MIAMI_AUTO_START_HIGH as AUTO_START_HIGH,
     miami_agent_consts_MIAMI_AUTO_START_MIDDLE as AUTO_START_MIDDLE,
-    miami_agent_consts_MIAMI_LOAD_NONE as LOAD_NONE,
-    miami_agent_consts_MIAMI_REPEAT_ROUNDS, miami_agent_consts_MIAMI_SHED_HOLD_ROUNDS,
-    miami_agent_consts_MIAMI_UTIL_MIN_SPAN_NS, miami_move_kind_MIAMI_MOVE_SHED as MOVE_SHED,
+    miami_agent_consts_MIAMI_LOAD_NONE as LOAD_NONE, miami_agent_consts_MIAMI_REPEAT_ROUNDS,
+    miami_agent_consts_MIAMI_SHED_HOLD_ROUNDS, miami_agent_consts_MIAMI_UTIL_MIN_SPAN_NS,
+    miami_move_kind_MIAMI_MOVE_SHED as MOVE_SHED,
     miami_move_kind_MIAMI_MOVE_UPGRADE as MOVE_UPGRADE,
 };
 use crate::bpf_skel::types;

@@ -466,10 +466,16 @@ impl<'a> Scheduler<'a> {
         if log::log_enabled!(log::Level::Debug) {
             let from = self.log_tail.max(head.saturating_sub(size));
             if from > self.log_tail {
-                log::debug!("agent: {} moves not logged (the log wrapped)", from - self.log_tail);
+                log::debug!(
+                    "agent: {} moves not logged (the log wrapped)",
+                    from - self.log_tail
+                );
             }
             for n in from..head {
-                log::debug!("{}", policy::describe_move(&bss.agent_log[(n % size) as usize]));
+                log::debug!(
+                    "{}",
+                    policy::describe_move(&bss.agent_log[(n % size) as usize])
+                );
             }
         }
         self.log_tail = head;

@@ -71,7 +71,11 @@ impl Policy {
 
     /// One round. @loads: busy percent per CPU; @llc: LLC id per CPU (as loaded).
     fn round(&mut self, loads: &[f64], llc: &[u32], tasks: &[TaskView]) -> Round {
-        assert_eq!(llc, &self.llc[..], "a Policy runs on the LLC map it was loaded with");
+        assert_eq!(
+            llc,
+            &self.llc[..],
+            "a Policy runs on the LLC map it was loaded with"
+        );
         let bss = self.skel.maps.bss_data.as_mut().unwrap();
         for (slot, &l) in bss.agent_load.iter_mut().zip(loads) {
             *slot = policy::load_bpf(l);
@@ -490,7 +494,10 @@ fn util_round(p: &mut Policy, tid: i32, rt_ns: u64, at_ns: u64) -> Option<f64> {
     (nt.tid, nt.intens, nt.last_comm_ns, nt.runtime_ns) = (tid, 1000, at_ns, rt_ns);
     // SAFETY: net_task is plain #[repr(C)] data.
     let bytes = unsafe {
-        std::slice::from_raw_parts(&nt as *const _ as *const u8, std::mem::size_of::<net_task>())
+        std::slice::from_raw_parts(
+            &nt as *const _ as *const u8,
+            std::mem::size_of::<net_task>(),
+        )
     };
     let maps = &p.skel.maps;
     maps.net_tasks

@@ -76,9 +76,9 @@ check_ge "cap 1: highest class_middle_min (initial 100)" "$(max_bound $log1 midd
 last_middle=$(awk '/^classes high>=/ { split($3, m, "="); v = m[2] } END { print v + 0 }' "$log1")
 check_eq "cap 1: class_middle_min 6 s after the overload, a hog still on CPU 6" "$last_middle" 100
 log "agent loads 2 s after the senders, CPU:percent: $(awk '{ printf "%s:%s ", $1, $2 }' /tmp/loads-1.txt)"
-grep -q "CPU loads for the agent from the kernel's counters" "$log1" &&
-	pass "agent loads from the kernel's counters (BPF)" ||
-	fail "agent loads: $(grep -m1 'CPU loads for the agent' "$log1" || echo 'no such line')"
+grep -q "agent: rounds in a BPF timer .* CPU loads from the kernel's counters" "$log1" &&
+	pass "agent rounds and loads in BPF" ||
+	fail "agent rounds: $(grep -m1 'agent: rounds' "$log1" || echo 'no such line')"
 check_ge "load of CPU 6, a hog pinned there (%)" "$(awk '$1 == 6 { print $2 }' /tmp/loads-1.txt)" 90
 check_le "median load of the other CPUs (%)" \
 	"$(awk '$1 != 6 { print $2 }' /tmp/loads-1.txt | median)" 30

@@ -90,6 +90,12 @@ m = r.get("dispatch_moves") or {}
 keys = {"dsp_cpu", "dsp_shared", "dsp_steal_llc", "dsp_steal_far"}
 tot = sum(m.values())
 print("ok" if set(m) == keys and 0 < tot <= 1.1 else f"got {m}")' "$out/bench.jsonl")" ok
+# The agent's rounds in the BPF timer, from the exit log: timed, and each shorter than the
+# period it runs at (100 ms), or the timer could not keep it.
+check_eq "miami: the agent's rounds timed, each within its 100 ms period" "$(python3 -c 'import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["scheduler"] == "miami"][0]
+us = r.get("agent_round_us")
+print("ok" if us and 0 < us < 100000 else f"got {us}")' "$out/bench.jsonl")" ok
 
 # The paths of the harness the mix does not take, under scx_miami alone, 5 s windows: the
 # IRQs where irqbalance puts them, the server sending (iperf3 -R) and Table III's phases; and
