@@ -221,13 +221,19 @@ static __always_inline void stat_inc(u32 idx)
 extern volatile u32 class_high_min;
 extern volatile u32 class_middle_min;
 
-static __always_inline u32 class_of(u32 intens)
+/* The class of @intens against boundaries @high and @middle. */
+static __always_inline u32 class_by(u32 intens, u32 high, u32 middle)
 {
-	if (intens >= class_high_min)
+	if (intens >= high)
 		return MIAMI_CLASS_HIGH;
-	if (intens >= class_middle_min)
+	if (intens >= middle)
 		return MIAMI_CLASS_MIDDLE;
 	return MIAMI_CLASS_LOW;
+}
+
+static __always_inline u32 class_of(u32 intens)
+{
+	return class_by(intens, class_high_min, class_middle_min);
 }
 
 /* netmon.bpf.c: entries added to net_tasks so far. */

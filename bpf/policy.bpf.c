@@ -172,15 +172,6 @@ static __always_inline u32 mean_of_llc(s32 c)
 	return cpu_ok(c) ? llc_mean[llc_of(c)] : NO_LOAD;
 }
 
-static __always_inline u32 cls_of(u32 intens)
-{
-	if (intens >= cur_high)
-		return MIAMI_CLASS_HIGH;
-	if (intens >= cur_middle)
-		return MIAMI_CLASS_MIDDLE;
-	return MIAMI_CLASS_LOW;
-}
-
 static __always_inline u32 tier_of(s32 cpu, s32 irq)
 {
 	if (cpu == irq)
@@ -731,7 +722,7 @@ static void views_from_snapshot(u64 now, u64 stale_ns)
 
 /* ---- the round ---- */
 
-/* Step 1 and the boundaries' base: mark the active views, class and tier each. @top: out. */
+/* Step 1: mark the active views; the most intensive of them, the auto boundaries' base. */
 static u32 views_classify(void)
 {
 	u32 i, nr = agent_nr_tasks;
@@ -779,7 +770,7 @@ static void views_count(void)
 		irq = t->irq_cpu;
 		if (!cpu_ok(c) || !cpu_ok(irq))
 			continue;
-		t->cls = cls_of(t->intens);
+		t->cls = class_by(t->intens, cur_high, cur_middle);
 		t->tier = tier_of(c, irq);
 		held_add(t, c, 1);
 		if (t->cls == MIAMI_CLASS_HIGH && irq != c)
