@@ -127,7 +127,7 @@ print(f"    median of the ratios of the {len(off)} rounds: {statistics.median(b 
 		"${runs[$p-off]}" "${runs[$p-on]}" "${runs[$p-floor]}"
 done
 loader_ms=$(python3 -c "print($loader_ns / 1e6 / $loader_s)")
-python3 -c "print(f'the loader (user space; --observe runs the agent rounds, 10 a second, as when scheduling):\\n  {$loader_ms:.2f} CPU-ms per s over {$loader_s:.1f} s of the runs with --observe')"
+python3 -c "print(f'the loader (user space; --observe runs the agent rounds, 10 a second, as when scheduling, from the loader where BPF cannot read the CPU times):\\n  {$loader_ms:.2f} CPU-ms per s over {$loader_s:.1f} s of the runs with --observe')"
 echo "ns per probe call (run_time_ns / run_cnt; goal <= 60), in the paired runs: scx_miami's,"
 echo "and the floor's (a program that does nothing, at the same place, on the same calls) and"
 echo "the difference:"
@@ -151,6 +151,8 @@ place = {"floor_send": ("miami_tcp_sendm", "miami_tp_send"),
          "floor_rcv": ("miami_tcp_rcv_e", "miami_tp_rcv")}
 for name, (ns, cnt) in sorted(paired.items()):
     line = f"  {name:<26} {ns:7.1f} ns per call over {cnt} calls"
+    if name.startswith("miami_agent"):
+        line += " (the agent's round, run by the loader here: not a probe)"
     for f, prefixes in place.items():
         if name.startswith(prefixes) and f in floor_paired:
             fl, fc = floor_paired[f]

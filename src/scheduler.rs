@@ -79,6 +79,16 @@ fn stale_ns(release_ns: u64) -> u64 {
     (task_max_age_ms(release_ns) + 1) * 1_000_000
 }
 
+/// The agent's knobs of @cfg into BPF's .data: at load, and on a SIGHUP's reload (the next round
+/// takes them).
+fn write_agent_knobs(data: &mut types::data, cfg: &Config) {
+    policy_config(cfg).write(data);
+    data.target_ttl_ns = target_ttl_ns(cfg);
+    data.shed_ttl_ns = shed_ttl_ns(cfg);
+    data.agent_interval_ns = cfg.interval_ms * 1_000_000;
+    data.agent_stale_ns = stale_ns(cfg.release_ns);
+}
+
 /// How long a task follows a shed target (agent.bpf.c shed_ttl_ns).
 fn shed_ttl_ns(cfg: &Config) -> u64 {
     SHED_HOLD_ROUNDS * cfg.interval_ms * 1_000_000
@@ -251,14 +261,8 @@ impl<'a> Scheduler<'a> {
 
         // Run-time knobs live in .data (initialized globals); the agent rewrites them later.
         let data = skel.maps.data_data.as_mut().unwrap();
-        let policy = policy_config(cfg);
-        policy.write(data);
-        policy.reset_bounds(data);
-        data.release_ns = cfg.release_ns;
-        data.target_ttl_ns = target_ttl_ns(cfg);
-        data.shed_ttl_ns = shed_ttl_ns(cfg);
-        data.agent_interval_ns = cfg.interval_ms * 1_000_000;
-        data.agent_stale_ns = stale_ns(cfg.release_ns);
+        write_agent_knobs(data, cfg);
+        policy_config(cfg).reset_bounds(data);
         data.agent_apply = !cfg.observe as u32;
 
         // How long loading (the verifier) and attaching (every task moved over) take: a
@@ -565,24 +569,16 @@ impl<'a> Scheduler<'a> {
             return;
         }
         let data = self.skel.maps.data_data.as_mut().unwrap();
-        data.release_ns = new.release_ns;
-        data.target_ttl_ns = target_ttl_ns(new);
-        data.shed_ttl_ns = shed_ttl_ns(new);
+        write_agent_knobs(data, new);
+        if new.bounds != old.bounds {
+            policy_config(new).reset_bounds(data);
+        }
         if new.max_moves != old.max_moves {
             // "Most moves in one round" is judged against the cap in force.
-            self.agent = AgentState {
-                max_moves: new.max_moves.into(),
-                round_max: 0,
-                ..self.agent.clone()
-            };
+            self.agent.max_moves = new.max_moves.into();
+            self.agent.round_max = 0;
+            self.skel.maps.bss_data.as_mut().unwrap().agent_round_max = 0;
         }
-        let policy = policy_config(new);
-        policy.write(data);
-        if new.bounds != old.bounds {
-            policy.reset_bounds(data);
-        }
-        data.agent_interval_ns = new.interval_ms * 1_000_000;
-        data.agent_stale_ns = stale_ns(new.release_ns);
         self.cfg = new.clone();
         info!("reconfigured: {}", changed.join(", "));
     }

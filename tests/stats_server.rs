@@ -206,7 +206,7 @@ fn report_is_the_counter_report_plus_tables() {
     assert!(text.contains(&sample.counters.report()));
     assert!(text.contains("classes high>=100000 middle>=10000\n"));
     assert!(text.contains("irq_cpus 1,5-6 (changes since start: 2)\n"));
-    assert!(text.contains("last round 250 us wall, 120 us CPU (one of the last 10 rounds)\n"));
+    assert!(text.contains("last round 250 us, all rounds 120 ms (BPF)\n"));
     assert!(text.contains(
         "loader CPU since start 1234 ms; IRQ map refresh 40 us CPU (one of the last 10), full scan 900 us CPU, 31 refreshes since start\n"
     ));
