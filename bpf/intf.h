@@ -187,7 +187,7 @@ struct agent_view {
 	u8	pad;
 };
 
-/* One move an agent round decided (agent_moves[], and the agent_log ring buffer). */
+/* One move an agent round decided (agent_moves[], and the loader's log, agent_log[]). */
 struct agent_move {
 	s32	tid;
 	s32	cpu;		/* target */

@@ -12,8 +12,8 @@
  *
  * Each round (agent_round()):
  * 0. Inputs. The CPU loads: each CPU's busy share since the last round, in hundredths of a
- *    percent, from the kernel's CPU time counters (agent.bpf.c snap_cpu_times(), the ones
- *    /proc/stat sums: hard and soft IRQ time included); MIAMI_LOAD_NONE for an offline CPU, which
+ *    percent, from the kernel's CPU time counters that /proc/stat sums, hard and soft IRQ time
+ *    included (agent.bpf.c snap_cpu_loads()); MIAMI_LOAD_NONE for an offline CPU, which
  *    is then neither a CPU with room nor an overloaded one. The network tasks: agent.bpf.c's
  *    snapshot of net_tasks, each with its share of a CPU (agent_util()).
  * 1. Release: tasks silent for release_ns are out of the agent's view. The release itself
@@ -102,7 +102,7 @@ struct agent_view agent_views[NT];
 /*
  * Every decided move, for the loader's --verbose log: move n is in agent_log[n % size], n below
  * agent_log_head. The loader reads the new ones from memory when it wakes (at least once a
- * second), so no wakeup here; a BPF ring buffer would be the same without its callback.
+ * second), so no wakeup here: a BPF ring buffer without its wakeup, and without its callback.
  */
 u64 agent_log_head;
 struct agent_move agent_log[MIAMI_AGENT_LOG];

@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use libbpf_rs::ProgramInput;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{fence, Ordering};
 
 use super::Scheduler;
 use crate::bpf_intf::net_task;
@@ -39,10 +39,13 @@ impl Scheduler<'_> {
     pub(super) fn read_net_tasks(&self) -> Vec<net_task> {
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
         let seq = || {
-            // SAFETY: snap_seq is a u32 in the mmapped .bss that BPF updates atomically; the
-            // pointer is valid and aligned for as long as the skeleton lives.
-            unsafe { AtomicU32::from_ptr(&bss.snap_seq as *const u32 as *mut u32) }
-                .load(Ordering::Acquire)
+            // SAFETY: snap_seq is a u32 in the mmapped .bss, valid and aligned for as long as
+            // the skeleton lives; BPF writes it, so it is read as volatile memory, and the
+            // fences keep the copy's reads between the two reads of it.
+            fence(Ordering::Acquire);
+            let v = unsafe { std::ptr::read_volatile(&bss.snap_seq) };
+            fence(Ordering::Acquire);
+            v
         };
         let mut tasks = Vec::new();
         for _ in 0..READ_TRIES {
