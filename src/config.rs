@@ -42,7 +42,7 @@ pub struct ClassBounds {
 }
 
 impl ClassBounds {
-    /// A --class-bounds value: `auto` (None: the agent derives them, policy::auto_bounds()) or
+    /// A --class-bounds value: `auto` (None: each agent round derives them, bpf/policy.bpf.c) or
     /// HIGH_MIN,MIDDLE_MIN.
     pub fn parse_setting(s: &str) -> Result<Option<Self>, Invalid> {
         if s.trim() == "auto" {
