@@ -136,6 +136,42 @@ __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u6
 }
 
 /*
+ * After @cpu's role changed: does its LLC still hold an IRQ CPU? Marks the answer on every CPU
+ * of that LLC (cpu_ctx.irq_llc) and in irq_free_cpumask, the LLCs where non-network work goes
+ * first (main.bpf.c, pick_idle_non_irq()).
+ */
+static void mark_llc_irq(s32 cpu)
+{
+	u32 l = cpu_llc[cpu & (MIAMI_MAX_CPUS - 1)] & (MIAMI_MAX_LLCS - 1);
+	u32 first = llc_first[l], nr = llc_nr[l], i;
+	struct bpf_cpumask *mask;
+	struct cpu_ctx *cpuc;
+	bool irq = false;
+
+	bpf_for(i, 0, nr) {
+		cpuc = try_lookup_cpu_ctx(llc_cpus[(first + i) & (MIAMI_MAX_CPUS - 1)]);
+		if (cpuc && cpuc->is_irq)
+			irq = true;
+	}
+	bpf_rcu_read_lock();
+	mask = irq_free_cpumask;
+	bpf_for(i, 0, nr) {
+		s32 c = llc_cpus[(first + i) & (MIAMI_MAX_CPUS - 1)];
+
+		cpuc = try_lookup_cpu_ctx(c);
+		if (cpuc)
+			cpuc->irq_llc = irq;
+		if (!mask)
+			continue;
+		if (irq)
+			bpf_cpumask_clear_cpu(c, mask);
+		else
+			bpf_cpumask_set_cpu(c, mask);
+	}
+	bpf_rcu_read_unlock();
+}
+
+/*
  * Mark or unmark a CPU as an IRQ CPU. Run by user space (BPF_PROG_TEST_RUN) whenever the NIC
  * IRQ map changes.
  */
@@ -162,6 +198,7 @@ int miami_set_irq_cpu(struct set_irq_cpu_arg *arg)
 			bpf_cpumask_set_cpu(cpu, mask);
 	}
 	bpf_rcu_read_unlock();
+	mark_llc_irq(cpu);
 	return 0;
 }
 

@@ -266,18 +266,41 @@ static const struct cpumask *non_irq_for(const struct task_struct *p)
 	return non_irq ? allowed_and(p, cast_mask(non_irq)) : NULL;
 }
 
-/* Claim an idle CPU for @p that takes no NIC IRQ; -1 if there is none. */
-static s32 pick_idle_non_irq(const struct task_struct *p)
+/*
+ * Claim an idle CPU for @p in an LLC where no CPU takes a NIC IRQ; -1 if there is none. Such a
+ * CPU is the "other" tier of every network task: non-network work there leaves the IRQ CPUs'
+ * LLC siblings, the network tasks' cache tier, to them.
+ */
+static s32 pick_idle_irq_free(const struct task_struct *p)
 {
-	const struct cpumask *mask = non_irq_for(p);
+	struct bpf_cpumask *free = irq_free_cpumask;
+	const struct cpumask *mask;
 
+	if (!free || bpf_cpumask_empty(cast_mask(free)))
+		return -1;
+	mask = allowed_and(p, cast_mask(free));
 	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
 }
 
-/* Is a CPU that takes no NIC IRQ, and that @p may run on, idle right now? Claims nothing. */
-static bool idle_non_irq_exists(const struct task_struct *p)
+/*
+ * Claim an idle CPU for @p that takes no NIC IRQ, one in an LLC without IRQ CPUs first; -1 if
+ * there is none.
+ */
+static s32 pick_idle_non_irq(const struct task_struct *p)
 {
-	const struct cpumask *mask = non_irq_for(p), *idle;
+	const struct cpumask *mask;
+	s32 cpu = pick_idle_irq_free(p);
+
+	if (cpu >= 0)
+		return cpu;
+	mask = non_irq_for(p);
+	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
+}
+
+/* Is a CPU of @mask idle right now? Claims nothing. */
+static bool idle_in(const struct cpumask *mask)
+{
+	const struct cpumask *idle;
 	bool ret;
 
 	if (!mask)
@@ -286,6 +309,37 @@ static bool idle_non_irq_exists(const struct task_struct *p)
 	ret = bpf_cpumask_intersects(idle, mask);
 	scx_bpf_put_idle_cpumask(idle);
 	return ret;
+}
+
+/*
+ * Where non-network task @p, whose slice on @cpu ended with nothing else to run there, should go
+ * instead (enqueue_last() moves it), if anywhere: off an IRQ CPU to an idle CPU that takes no
+ * IRQ, and off an IRQ CPU's LLC sibling to an idle CPU of an LLC without IRQ CPUs. A hog never
+ * sleeps, so it never passes select_cpu() again: one that started beside an IRQ CPU, because
+ * nothing better was idle at its fork, would stay in the network tasks' cache tier for good.
+ * Not another thread of a network process, which pick_proc_cpu() puts in that LLC on purpose.
+ * @claim: claim the CPU (enqueue_last()), or only tell whether there is one (dispatch()).
+ * -1 if @p stays.
+ */
+static s32 normal_leave_cpu(struct task_struct *p, s32 cpu, bool claim)
+{
+	struct bpf_cpumask *free = irq_free_cpumask;
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
+	const struct cpumask *mask;
+
+	if (!cpuc || !(cpuc->is_irq || cpuc->irq_llc))
+		return -1;
+	if (cpuc->is_irq)
+		mask = non_irq_for(p);
+	else if (free && proc_irq_cpu(p, bpf_ktime_get_ns()) < 0)
+		mask = allowed_and(p, cast_mask(free));
+	else
+		return -1;
+	if (!claim)
+		return idle_in(mask) ? cpu : -1;
+	if (cpuc->is_irq)
+		return pick_idle_non_irq(p);
+	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
 }
 
 /*
@@ -405,8 +459,9 @@ static __always_inline s32 new_cpumask(struct bpf_cpumask __kptr **slot)
 }
 
 /*
- * ops.init()'s part: the CPU masks above (each LLC's span, each CPU's scratch mask) and
- * non_irq_cpumask, with every CPU in it until user space marks the IRQ CPUs.
+ * ops.init()'s part: the CPU masks above (each LLC's span, each CPU's scratch mask),
+ * non_irq_cpumask and irq_free_cpumask, with every CPU in them until user space marks the IRQ
+ * CPUs.
  */
 static s32 init_cpumasks(void)
 {
@@ -414,7 +469,7 @@ static s32 init_cpumasks(void)
 	struct llc_ctx *llcc;
 	u32 cpu, key;
 
-	if (new_cpumask(&non_irq_cpumask))
+	if (new_cpumask(&non_irq_cpumask) || new_cpumask(&irq_free_cpumask))
 		return -ENOMEM;
 
 	bpf_for(cpu, 0, nr_cpu_ids) {
@@ -436,6 +491,9 @@ static s32 init_cpumasks(void)
 		if (mask)
 			bpf_cpumask_set_cpu(cpu, mask);
 		mask = non_irq_cpumask;
+		if (mask)
+			bpf_cpumask_set_cpu(cpu, mask);
+		mask = irq_free_cpumask;
 		if (mask)
 			bpf_cpumask_set_cpu(cpu, mask);
 		bpf_rcu_read_unlock();

@@ -32,9 +32,11 @@
  * 2. Non-network tasks
  *
  * Tasks without task_ctx, without a known IRQ CPU, or silent for longer than release_ns (paper
- * step 1, "release") are placed normally: the previous CPU if it is idle and not an IRQ CPU,
- * then any idle CPU that is not an IRQ CPU, then the kernel's default idle pick; if nothing is
- * idle they wait in the shared vtime DSQ. The other threads of a network process (those that do
+ * step 1, "release") are placed normally: an idle CPU in an LLC without IRQ CPUs (the previous
+ * one first), which leaves the IRQ CPUs' LLC siblings, the network tasks' cache tier, to them;
+ * then the previous CPU if it is idle and not an IRQ CPU, then any idle CPU that is not an IRQ
+ * CPU, then the kernel's default idle pick; if nothing is idle they wait in the shared vtime
+ * DSQ. One whose slice ends beside an IRQ CPU while such a CPU idles moves there. The other threads of a network process (those that do
  * not communicate themselves, within release_ns of its most intensive thread's last call:
  * proc_irq_cpu()) go to its IRQ CPU's LLC instead: an idle non-IRQ CPU there, else any idle
  * non-IRQ CPU, else queued on a non-IRQ CPU of that LLC (pick_proc_cpu()). While a non-IRQ CPU
@@ -174,6 +176,12 @@ const volatile bool time_dispatch;
 
 /* CPUs that take no NIC input IRQ: where non-network tasks prefer to run (agent.bpf.c). */
 private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
+/*
+ * ... and of those, the CPUs of LLCs without an IRQ CPU: where they prefer to run first. A
+ * section of its own: two kptrs in .data.MIAMI, each also declared extern in miami.bpf.h for
+ * agent.bpf.c, came out of the link both at offset 0, and the kernel refused the BTF.
+ */
+private(IRQ_FREE) struct bpf_cpumask __kptr *irq_free_cpumask;
 
 /* A CPU's LLC and tier, network room, allowed, idle-in-LLC and non-IRQ CPUs: cpus.bpf.h. */
 #include "cpus.bpf.h"
@@ -291,24 +299,32 @@ static s32 llc_fallback_cpu(const struct task_struct *p, struct task_ctx *taskc,
 	return -1;
 }
 
-/* Normal placement: an idle CPU that is not an IRQ CPU if there is one. */
+/*
+ * Normal placement: an idle CPU that is not an IRQ CPU if there is one, in an LLC without IRQ
+ * CPUs first. The previous CPU first in its group: idle and in such an LLC before any other,
+ * idle and beside an IRQ CPU only when no CPU of those LLCs is idle.
+ */
 static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *idle)
 {
-	struct cpu_ctx *cpuc;
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(prev_cpu);
+	bool prev_ok = cpuc && !cpuc->is_irq && cpu_allowed(p, prev_cpu);
+	const struct cpumask *mask;
 	s32 cpu;
 
-	*idle = false;
-	cpuc = try_lookup_cpu_ctx(prev_cpu);
-	if (cpuc && !cpuc->is_irq && cpu_allowed(p, prev_cpu) &&
-	    scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
-		*idle = true;
+	*idle = true;
+	if (prev_ok && !cpuc->irq_llc && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
 		return prev_cpu;
-	}
-	if ((cpu = pick_idle_non_irq(p)) >= 0) {
+	if ((cpu = pick_idle_irq_free(p)) >= 0) {
 		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
-		*idle = true;
 		return cpu;
 	}
+	if (prev_ok && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	if ((mask = non_irq_for(p)) && (cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
+		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+		return cpu;
+	}
+	*idle = false;
 	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, idle);
 }
 
@@ -437,10 +453,10 @@ static bool prev_should_move(struct task_struct *prev, s32 cpu)
 /*
  * SCX_ENQ_LAST: @p's slice ended and nothing else is queued for @cpu. dispatch() keeps such a
  * task running by refilling its slice, except a network task that should move (ops.enqueue()
- * places it) and non-network work on an IRQ CPU: that one comes here, when a non-IRQ CPU was
- * idle, and moves to one (its DSQ, see section 3). The kernel would otherwise keep running it
- * (without SCX_OPS_ENQ_LAST it does so whenever dispatch() finds nothing), so a hog that once
- * landed on an IRQ CPU stayed there. Should that CPU have been taken meanwhile, @p stays, and
+ * places it) and non-network work on an IRQ CPU or beside one: that one comes here, when a CPU
+ * it should rather use was idle, and moves to it (its DSQ, see section 3; normal_leave_cpu()).
+ * The kernel would otherwise keep running it (without SCX_OPS_ENQ_LAST it does so whenever
+ * dispatch() finds nothing), so a hog that once landed on an IRQ CPU stayed there. Should that CPU have been taken meanwhile, @p stays, and
  * the kick is the follow-up scheduling event the kernel asks for after this flag.
  */
 static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
@@ -448,7 +464,7 @@ static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu,
 {
 	s32 idle;
 
-	if (is_irq_cpu(cpu) && !is_net_task(taskc, now) && (idle = pick_idle_non_irq(p)) >= 0) {
+	if (!is_net_task(taskc, now) && (idle = normal_leave_cpu(p, cpu, true)) >= 0) {
 		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
 		scx_bpf_dsq_insert_vtime(p, idle, slice_ns, task_vtime(p), enq_flags);
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
@@ -634,13 +650,14 @@ static __always_inline s32 dispatch_one(s32 cpu, struct task_struct *prev)
 	}
 
 	/*
-	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU while
-	 * a non-IRQ CPU is idle (enqueue_last() moves it), or a network task that should move
+	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU or
+	 * beside one while a CPU it should rather use is idle (normal_leave_cpu(): enqueue_last()
+	 * moves it), or a network task that should move
 	 * (prev_should_move()). Checked here, so that a busy machine does not send every slice end
 	 * of an IRQ CPU through enqueue_last() and idle.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    !(irq_cpu && !cpuc_cur_net(cpu) && idle_non_irq_exists(prev)) &&
+	    !(!cpuc_cur_net(cpu) && normal_leave_cpu(prev, cpu, false) >= 0) &&
 	    !prev_should_move(prev, cpu))
 		refill_slice(prev, cpu);
 	return -1;

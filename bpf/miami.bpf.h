@@ -162,6 +162,7 @@ struct cpu_ctx {
 	u8		cur_high;	/* ... of class high */
 	u8		cur_kthread;	/* the running task is a kernel thread (ksoftirqd, kworker) */
 	u8		is_irq;		/* a NIC input IRQ targets this CPU (set by user space) */
+	u8		irq_llc;	/* ... or another CPU of its LLC (agent.bpf.c) */
 	u8		refilled;	/* dispatch() gave the running task another slice */
 	/* Written by the CPU that enqueues: a hint, read racily by stealing siblings. */
 	s32		core_waiter;	/* pid of a network task queued here, its IRQ CPU; 0 none */
@@ -287,8 +288,12 @@ extern const volatile u32 llc_nr[MIAMI_MAX_LLCS];
 extern volatile u8 llc_overloaded[MIAMI_MAX_LLCS];
 extern volatile u32 nr_llcs_overloaded;
 
-/* CPUs that take no NIC input IRQ (main.bpf.c; agent.bpf.c keeps it up to date). */
+/*
+ * CPUs that take no NIC input IRQ, and the CPUs of the LLCs in which no CPU takes one
+ * (main.bpf.c; agent.bpf.c keeps both up to date).
+ */
 extern private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
+extern private(IRQ_FREE) struct bpf_cpumask __kptr *irq_free_cpumask;
 
 static __always_inline struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 {

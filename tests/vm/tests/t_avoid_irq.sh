@@ -9,6 +9,13 @@
 # everywhere. A hog never sleeps, so it never passes select_cpu(); it must still leave the IRQ
 # CPU at a slice end (SCX_OPS_ENQ_LAST). Before that fix the two running hogs stayed on 1 and
 # 5 for good (CI saw one hog at 100% on CPU 5 in the first case).
+#
+# Third case, "one LLC": both server NICs' IRQs on CPUs 1 and 2, in the first LLC (0-3), as in
+# the bench's 2S configuration. The IRQ CPUs' LLC siblings are the network tasks' cache tier, so
+# the hogs go to the other LLC (4-7) while a CPU there is idle: under scx_miami >= 90% of their
+# runtime on CPUs 4-7, and at least 30 points above EEVDF's share there in the same boot (it
+# spreads them over both LLCs; 4 hogs on 4 free CPUs of 4-7 leave it no need to, but it has no
+# reason to prefer them either).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -38,10 +45,34 @@ run miami
 run trapped 1,5
 sched_stop || fail "sched_stop"
 
+# One LLC: IRQs on 1 and 2. x86 moves a vector at its next interrupt, and scx_miami reads where
+# the IRQ goes now (effective_affinity_list): a connection attempt over each NIC (to a closed
+# port: the reset is the interrupt) moves them before it starts.
+pin_irq "$IRQ_A" 1
+pin_irq "$IRQ_B" 2
+for i in $(seq 10); do
+	timeout 1 bash -c "echo >/dev/tcp/$ADDR_A_CLI/9" 2>/dev/null || true
+	timeout 1 bash -c "echo >/dev/tcp/$ADDR_B_CLI/9" 2>/dev/null || true
+	[[ $(cat "/proc/irq/$IRQ_A/effective_affinity_list") == 1 &&
+		$(cat "/proc/irq/$IRQ_B/effective_affinity_list") == 2 ]] && break
+done
+check_eq "IRQs effective on 1,2" "$(cat "/proc/irq/$IRQ_A/effective_affinity_list"),$(cat "/proc/irq/$IRQ_B/effective_affinity_list")" 1,2
+run eevdf-llc
+sched_start
+run miami-llc
+sched_stop || fail "sched_stop"
+
 irq='round(100 * (d["total"]["cpu"].get("1", 0) + d["total"]["cpu"].get("5", 0)), 1)'
+far='round(100 * sum(d["total"]["cpu"].get(str(c), 0) for c in (4, 5, 6, 7)), 1)'
 log "hog runtime on IRQ CPUs 1+5: EEVDF $(jget /tmp/eevdf.json "$irq")%, scx_miami $(jget /tmp/miami.json "$irq")%, started on them $(jget /tmp/trapped.json "$irq")%"
-for r in miami trapped; do
+log "IRQs on 1 and 2, hog runtime on CPUs 4-7: EEVDF $(jget /tmp/eevdf-llc.json "$far")%, scx_miami $(jget /tmp/miami-llc.json "$far")%"
+for r in miami trapped miami-llc; do
 	check_ge "$r: hog runtime ms" "$(jget /tmp/$r.json "d['total']['runtime_ns'] / 1e6")" 4000
+done
+for r in miami trapped; do
 	check_le "$r: hogs on IRQ CPUs %" "$(jget /tmp/$r.json "$irq")" 10
 done
+check_ge "miami-llc: hogs on CPUs 4-7 %" "$(jget /tmp/miami-llc.json "$far")" 90
+check_ge "miami-llc: hogs on CPUs 4-7, points above EEVDF" \
+	"$(jget /tmp/miami-llc.json "$far - $(jget /tmp/eevdf-llc.json "$far")")" 30
 finish
