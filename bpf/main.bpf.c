@@ -36,13 +36,14 @@
  * one first), which leaves the IRQ CPUs' LLC siblings, the network tasks' cache tier, to them;
  * then the previous CPU if it is idle and not an IRQ CPU, then any idle CPU that is not an IRQ
  * CPU, then the kernel's default idle pick; if nothing is idle they wait in the shared vtime
- * DSQ. One whose slice ends beside an IRQ CPU while such a CPU idles moves there. The other threads of a network process (those that do
- * not communicate themselves, within release_ns of its most intensive thread's last call:
- * proc_irq_cpu()) go to its IRQ CPU's LLC instead: an idle non-IRQ CPU there, else any idle
- * non-IRQ CPU, else queued on a non-IRQ CPU of that LLC (pick_proc_cpu()). While a non-IRQ CPU
- * that may run them is idle, an IRQ CPU does not take them from the shared DSQ (it kicks that
- * CPU instead), nor keep running one past its slice (enqueue_last() hands it over). Keeping IRQ
- * CPUs free is what leaves room for the network work that MiAMI wants there.
+ * DSQ. One whose slice ends beside an IRQ CPU while such a CPU idles moves there. The other
+ * threads of a network process (those that do not communicate themselves, within release_ns of
+ * its most intensive thread's last call: proc_irq_cpu()) go to its IRQ CPU's LLC instead: an
+ * idle non-IRQ CPU there, else any idle non-IRQ CPU, else queued on a non-IRQ CPU of that LLC
+ * (pick_proc_cpu()). While a non-IRQ CPU that may run them is idle, an IRQ CPU does not take
+ * them from the shared DSQ (it kicks that CPU instead), nor keep running one past its slice
+ * (enqueue_last() hands it over). Keeping IRQ CPUs free is what leaves room for the network
+ * work that MiAMI wants there.
  *
  * A task whose CPUs are restricted (a cpuset, taskset, a container's CPU list, isolcpus) gets
  * the same rules within its CPUs: every idle search runs on the intersection of the mask it
@@ -402,6 +403,10 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		 * reschedules there and then and runs @p next, where a kick went through an irq_work
 		 * (kick_queued()) and then ran the lower vtime of @cpu's DSQ and the shared one.
 		 *
+		 * Only the most intensive class-high task of @cpu's IRQs (the agent's last round:
+		 * agent_irq_top[]): eight receivers of one IRQ CPU each preempted its ksoftirqd,
+		 * whose work feeds all eight.
+		 *
 		 * Not when @p's own slice ended on @cpu: the preemption would hit the pinned work
 		 * that @cpu runs next (ops.stopping() has just cleared cur_net). A class-high task
 		 * that never sleeps on its IRQ CPU then starved its kworkers (11 s runnable in 20 s),
@@ -409,6 +414,7 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		 * shell spawns took 346 s).
 		 */
 		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net &&
+		    agent_irq_top[cpu & (MIAMI_MAX_CPUS - 1)] == p->pid &&
 		    ((enq_flags & SCX_ENQ_WAKEUP) || !own)) {
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
 			if (own) {
@@ -456,8 +462,9 @@ static bool prev_should_move(struct task_struct *prev, s32 cpu)
  * places it) and non-network work on an IRQ CPU or beside one: that one comes here, when a CPU
  * it should rather use was idle, and moves to it (its DSQ, see section 3; normal_leave_cpu()).
  * The kernel would otherwise keep running it (without SCX_OPS_ENQ_LAST it does so whenever
- * dispatch() finds nothing), so a hog that once landed on an IRQ CPU stayed there. Should that CPU have been taken meanwhile, @p stays, and
- * the kick is the follow-up scheduling event the kernel asks for after this flag.
+ * dispatch() finds nothing), so a hog that once landed on an IRQ CPU stayed there. Should that
+ * CPU have been taken meanwhile, @p stays, and the kick is the follow-up scheduling event the
+ * kernel asks for after this flag.
  */
 static void enqueue_last(struct task_struct *p, struct task_ctx *taskc, s32 cpu, u64 now,
 			 u64 enq_flags)
@@ -652,9 +659,9 @@ static __always_inline s32 dispatch_one(s32 cpu, struct task_struct *prev)
 	/*
 	 * Nothing else to run: let @prev go on, unless it is non-network work on an IRQ CPU or
 	 * beside one while a CPU it should rather use is idle (normal_leave_cpu(): enqueue_last()
-	 * moves it), or a network task that should move
-	 * (prev_should_move()). Checked here, so that a busy machine does not send every slice end
-	 * of an IRQ CPU through enqueue_last() and idle.
+	 * moves it), or a network task that should move (prev_should_move()). Checked here, so
+	 * that a busy machine does not send every slice end of an IRQ CPU through enqueue_last()
+	 * and idle.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
 	    !(!cpuc_cur_net(cpu) && normal_leave_cpu(prev, cpu, false) >= 0) &&

@@ -279,6 +279,7 @@ __hidden void snap_cpu_loads(u64 now);
 /* policy.bpf.c: the agent's rounds so far, and each CPU's load over the last one. */
 extern u64 agent_round_no;
 extern u32 agent_load[MIAMI_MAX_CPUS];
+extern s32 agent_irq_top[MIAMI_MAX_CPUS];
 
 /* main.bpf.c: the LLC map (rodata) and the LLCs overloaded on average (the agent writes it). */
 extern const volatile u32 cpu_llc[MIAMI_MAX_CPUS];

@@ -102,6 +102,12 @@ u32 agent_nr_over;		/* CPUs above --high-load-pct in the last round, most loaded
 u32 agent_over[MIAMI_MAX_CPUS];
 u32 agent_load[MIAMI_MAX_CPUS];	/* each CPU's load over the last round (input) */
 struct agent_view agent_views[NT];
+/*
+ * Per CPU: the tid of the most intensive class-high task whose IRQ CPU it is, as the last round
+ * classed them; 0 none (ties to the lower tid). Placement lets only that one preempt the IRQ
+ * CPU (main.bpf.c, enqueue_net()).
+ */
+s32 agent_irq_top[MIAMI_MAX_CPUS];
 
 /*
  * Every decided move, for the loader's --verbose log: move n is in agent_log[n % size], n below
@@ -137,6 +143,8 @@ static u32 up_nr, vic_nr, view_nr;
 static s32 held_n[MIAMI_MAX_CPUS], held_unknown[MIAMI_MAX_CPUS];
 static s64 held_away[MIAMI_MAX_CPUS];
 static u32 near_n[MIAMI_MAX_CPUS], top_on[MIAMI_MAX_CPUS];
+static u32 irq_top_intens[MIAMI_MAX_CPUS];
+static s32 irq_top_tid[MIAMI_MAX_CPUS];
 static u32 vic_first[MIAMI_MAX_CPUS], vic_cnt[MIAMI_MAX_CPUS];
 static u8 taken[MIAMI_MAX_CPUS], over[MIAMI_MAX_CPUS], wait_cls[MIAMI_MAX_CPUS];
 static u64 llc_sum[MIAMI_MAX_LLCS];
@@ -779,6 +787,12 @@ static void views_count(void)
 		held_add(t, c, 1);
 		if (t->cls == MIAMI_CLASS_HIGH && irq != c)
 			held_add(t, irq, 1);
+		if (t->cls == MIAMI_CLASS_HIGH &&
+		    (t->intens > irq_top_intens[CI(irq)] ||
+		     (t->intens == irq_top_intens[CI(irq)] && t->tid < irq_top_tid[CI(irq)]))) {
+			irq_top_intens[CI(irq)] = t->intens;
+			irq_top_tid[CI(irq)] = t->tid;
+		}
 		near_n[CI(c)]++;
 		if (irq != c) {
 			near_n[CI(irq)]++;
@@ -820,6 +834,8 @@ static void cpus_prepare(void)
 		held_away[CI(c)] = 0;
 		near_n[CI(c)] = 0;
 		top_on[CI(c)] = 0;
+		irq_top_intens[CI(c)] = 0;
+		irq_top_tid[CI(c)] = 0;
 		vic_cnt[CI(c)] = 0;
 		taken[CI(c)] = 0;
 		wait_cls[CI(c)] = CLASS_NONE;
@@ -916,6 +932,11 @@ static void agent_round(void)
 
 	cpus_prepare();
 	views_count();
+	bpf_for(i, 0, nr_cpu_ids) {
+		if (i >= MIAMI_MAX_CPUS)
+			break;
+		agent_irq_top[CI(i)] = irq_top_tid[CI(i)];
+	}
 
 	/* Step 2: upgrade, most intensive first. */
 	agent_sort(SORT_UP, up_nr);

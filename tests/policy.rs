@@ -547,6 +547,34 @@ fn util_is_cpu_time_over_the_span_between_samples() {
     assert_eq!(util_round(u, 1, 500 * ms, 5000 * ms), None);
 }
 
+// ---- who may preempt an IRQ CPU ----
+
+#[test]
+fn each_irq_cpu_names_its_most_intensive_class_high_task() {
+    // Placement lets only that task preempt the IRQ CPU (main.bpf.c, enqueue_net()): the
+    // others of class high there wait like any network task.
+    let mut silent = task(6, 20000, 2, 2);
+    silent.age_ms = 1000; // released: not a candidate, however intensive
+    let tasks = [
+        task(1, 5000, 1, 1),
+        task(3, 9000, 1, 3), // ties with task 2: the lower tid wins
+        task(2, 9000, 1, 2),
+        task(4, 500, 5, 5), // middle: never named
+        task(5, 3000, 5, 6),
+        silent,
+        task(7, 900, 0, 0), // middle alone on CPU 0: none named there
+    ];
+    let mut p = policy(4);
+    p.round(&loads(&[]), &LLC, &tasks);
+    let top = |p: &Policy| p.skel.maps.bss_data.as_ref().unwrap().agent_irq_top[..8].to_vec();
+    assert_eq!(top(&p), vec![0, 2, 0, 0, 0, 5, 0, 0]);
+    // The next round without task 2 names task 3; without any class-high task, none.
+    p.round(&loads(&[]), &LLC, &tasks[..2]);
+    assert_eq!(top(&p), vec![0, 3, 0, 0, 0, 0, 0, 0]);
+    p.round(&loads(&[]), &LLC, &[task(4, 500, 5, 5)]);
+    assert_eq!(top(&p), vec![0; 8]);
+}
+
 // ---- LLC overload: when network tasks may leave their LLC ----
 
 #[test]
