@@ -137,8 +137,8 @@ __hidden void apply_move(const struct task_struct *p, struct task_ctx *taskc, u6
 
 /*
  * After @cpu's role changed: does its LLC still hold an IRQ CPU? Marks the answer on every CPU
- * of that LLC (cpu_ctx.irq_llc) and in irq_free_cpumask, the LLCs where non-network work goes
- * first (main.bpf.c, pick_idle_non_irq()).
+ * of that LLC (cpu_ctx.irq_llc) and in irq_free_cpumask (and its weight), the LLCs where
+ * non-network work goes first (cpus.bpf.h, pick_idle_irq_free()).
  */
 static void mark_llc_irq(s32 cpu)
 {
@@ -168,6 +168,8 @@ static void mark_llc_irq(s32 cpu)
 		else
 			bpf_cpumask_set_cpu(c, mask);
 	}
+	if (mask)
+		nr_irq_free_cpus = bpf_cpumask_weight(cast_mask(mask));
 	bpf_rcu_read_unlock();
 }
 

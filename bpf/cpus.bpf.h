@@ -2,13 +2,14 @@
 /*
  * CPU and LLC helpers of placement (main.bpf.c): a CPU's LLC, its LLC siblings and its tier,
  * network room on a CPU, the CPUs a task may run on (and a mask narrowed to them), an idle CPU
- * in an LLC, the non-IRQ CPUs where non-network work goes, the CPU for a network process's other
- * threads, whether dispatch() may steal the head of a CPU's DSQ, and the masks ops.init() makes.
+ * in an LLC, the non-IRQ CPUs where non-network work goes (pick_normal_cpu()), the CPU for a
+ * network process's other threads, whether dispatch() may steal the head of a CPU's DSQ, and the
+ * masks ops.init() makes.
  *
  * Included by main.bpf.c only, after the globals these read (cpu_llc and the LLC runs,
- * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask): a split of one translation unit, so
- * that main.bpf.c stays under the house limit of ~800 lines while the compiled object stays
- * what it was. The helpers are plain static functions, not __hidden ones in an object of their
+ * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask, irq_free_cpumask): a split of one
+ * translation unit, so that main.bpf.c stays under the house limit of ~800 lines while the
+ * compiled object stays what it was. The helpers are plain static functions, not __hidden ones in an object of their
  * own (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
  * verifier sees the same programs on every kernel of the matrix. Exceptions: has_room() and
  * pick_idle_cache() are global functions, verified once (see pick_net_cpu()).
@@ -276,7 +277,7 @@ static s32 pick_idle_irq_free(const struct task_struct *p)
 	struct bpf_cpumask *free = irq_free_cpumask;
 	const struct cpumask *mask;
 
-	if (!free || bpf_cpumask_empty(cast_mask(free)))
+	if (!nr_irq_free_cpus || !free)
 		return -1;
 	mask = allowed_and(p, cast_mask(free));
 	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
@@ -317,7 +318,8 @@ static bool idle_in(const struct cpumask *mask)
  * IRQ, and off an IRQ CPU's LLC sibling to an idle CPU of an LLC without IRQ CPUs. A hog never
  * sleeps, so it never passes select_cpu() again: one that started beside an IRQ CPU, because
  * nothing better was idle at its fork, would stay in the network tasks' cache tier for good.
- * Not another thread of a network process, which pick_proc_cpu() puts in that LLC on purpose.
+ * Not another thread of a network process, which pick_proc_cpu() puts in that LLC on purpose:
+ * asked last, since it is a task-storage lookup and dispatch() asks at every such slice end.
  * @claim: claim the CPU (enqueue_last()), or only tell whether there is one (dispatch()).
  * -1 if @p stays.
  */
@@ -327,19 +329,19 @@ static s32 normal_leave_cpu(struct task_struct *p, s32 cpu, bool claim)
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 	const struct cpumask *mask;
 
-	if (!cpuc || !(cpuc->is_irq || cpuc->irq_llc))
+	if (!cpuc)
 		return -1;
-	if (cpuc->is_irq)
-		mask = non_irq_for(p);
-	else if (free && proc_irq_cpu(p, bpf_ktime_get_ns()) < 0)
-		mask = allowed_and(p, cast_mask(free));
-	else
+	if (cpuc->is_irq) {
+		if (claim)
+			return pick_idle_non_irq(p);
+		return idle_in(non_irq_for(p)) ? cpu : -1;
+	}
+	if (!cpuc->irq_llc || !nr_irq_free_cpus || !free)
 		return -1;
-	if (!claim)
-		return idle_in(mask) ? cpu : -1;
-	if (cpuc->is_irq)
-		return pick_idle_non_irq(p);
-	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
+	mask = allowed_and(p, cast_mask(free));
+	if (!mask || (!claim && !idle_in(mask)) || proc_irq_cpu(p, bpf_ktime_get_ns()) >= 0)
+		return -1;
+	return claim ? scx_bpf_pick_idle_cpu(mask, 0) : cpu;
 }
 
 /*
@@ -354,6 +356,35 @@ static bool kick_idle_non_irq(const struct task_struct *p)
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	return true;
+}
+
+/*
+ * Normal placement: an idle CPU that is not an IRQ CPU if there is one, in an LLC without IRQ
+ * CPUs first. The previous CPU first in its group: idle and in such an LLC before any other,
+ * idle and beside an IRQ CPU only when no CPU of those LLCs is idle.
+ */
+static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *idle)
+{
+	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(prev_cpu);
+	bool prev_ok = cpuc && !cpuc->is_irq && cpu_allowed(p, prev_cpu);
+	const struct cpumask *mask;
+	s32 cpu;
+
+	*idle = true;
+	if (prev_ok && !cpuc->irq_llc && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	if ((cpu = pick_idle_irq_free(p)) >= 0) {
+		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+		return cpu;
+	}
+	if (prev_ok && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	if ((mask = non_irq_for(p)) && (cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
+		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
+		return cpu;
+	}
+	*idle = false;
+	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, idle);
 }
 
 /*
@@ -498,6 +529,7 @@ static s32 init_cpumasks(void)
 			bpf_cpumask_set_cpu(cpu, mask);
 		bpf_rcu_read_unlock();
 	}
+	nr_irq_free_cpus = nr_cpu_ids;
 	return 0;
 }
 

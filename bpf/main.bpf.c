@@ -183,6 +183,8 @@ private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
  * agent.bpf.c, came out of the link both at offset 0, and the kernel refused the BTF.
  */
 private(IRQ_FREE) struct bpf_cpumask __kptr *irq_free_cpumask;
+/* Its weight (agent.bpf.c): a load where the hot paths ask whether it is empty, not a kfunc. */
+volatile u32 nr_irq_free_cpus;
 
 /* A CPU's LLC and tier, network room, allowed, idle-in-LLC and non-IRQ CPUs: cpus.bpf.h. */
 #include "cpus.bpf.h"
@@ -298,35 +300,6 @@ static s32 llc_fallback_cpu(const struct task_struct *p, struct task_ctx *taskc,
 	if (cpu_allowed(p, taskc->irq_cpu))
 		return taskc->irq_cpu;
 	return -1;
-}
-
-/*
- * Normal placement: an idle CPU that is not an IRQ CPU if there is one, in an LLC without IRQ
- * CPUs first. The previous CPU first in its group: idle and in such an LLC before any other,
- * idle and beside an IRQ CPU only when no CPU of those LLCs is idle.
- */
-static s32 pick_normal_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *idle)
-{
-	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(prev_cpu);
-	bool prev_ok = cpuc && !cpuc->is_irq && cpu_allowed(p, prev_cpu);
-	const struct cpumask *mask;
-	s32 cpu;
-
-	*idle = true;
-	if (prev_ok && !cpuc->irq_llc && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
-		return prev_cpu;
-	if ((cpu = pick_idle_irq_free(p)) >= 0) {
-		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
-		return cpu;
-	}
-	if (prev_ok && scx_bpf_test_and_clear_cpu_idle(prev_cpu))
-		return prev_cpu;
-	if ((mask = non_irq_for(p)) && (cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
-		stat_inc(MIAMI_STAT_NORMAL_AVOID_IRQ);
-		return cpu;
-	}
-	*idle = false;
-	return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, idle);
 }
 
 /*

@@ -295,6 +295,7 @@ extern volatile u32 nr_llcs_overloaded;
  */
 extern private(MIAMI) struct bpf_cpumask __kptr *non_irq_cpumask;
 extern private(IRQ_FREE) struct bpf_cpumask __kptr *irq_free_cpumask;
+extern volatile u32 nr_irq_free_cpus;
 
 static __always_inline struct cpu_ctx *try_lookup_cpu_ctx(s32 cpu)
 {
