@@ -16,7 +16,9 @@
 # --repeat N: each case N times, the schedulers in turn; results.md gives medians and ranges.
 # scx_bpfland comes from the crate registry, pinned in scripts/deps.sh, built once into
 # .cache/peers. TCG models no caches: throughput and CPU per Gbit/s here are mostly the
-# emulator; placement, migrations and BPF cost are the findings (results.md says so).
+# emulator; placement, migrations and BPF cost are the findings (results.md says so). A guest
+# that dies of TCG's int3 trap (docs/operations.md) boots again for the scenarios it had not
+# finished, at most twice (run.json's "retried").
 # --host runs the same harness on this machine instead of a guest, over real NICs to a peer:
 # root, sched_ext, and MIAMI_BENCH_NICS, MIAMI_BENCH_PEER, MIAMI_BENCH_PEER_ADDRS set
 # (docs/benchmarks.md).
@@ -33,7 +35,7 @@ while (($#)); do
 	--repeat) repeat=(--repeat "$2"); shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '4,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 # Which boots: the default guest (two NICs) and the four-NIC one, each with its scenarios of
@@ -63,7 +65,9 @@ mkdir -p "$out"
 t0=$SECONDS
 # A guest (or the host run) that failed: what it measured is still rendered, and the exit
 # status says it failed. guest.sh records a failed run and goes on to the next one.
-rc=0
+rc=0 retried=()
+# tcg_int3, bench_left, keep_rows: a guest lost to the emulator, what it had done.
+source tests/vm/tcg.sh
 if [[ -n $host ]]; then
 	die() { echo "bench: $*" >&2; exit 2; }
 	[[ $(id -u) == 0 ]] || die "--host: run as root"
@@ -76,22 +80,49 @@ if [[ -n $host ]]; then
 		tee "$out/console.log" || rc=$?
 else
 	: >"$out/bench.jsonl"
+	vm_out=$top/.cache/vm-out/$kernel
 	for nics in "${boots[@]}"; do
 		if ((nics == 4)); then
 			topo=(--topo llc4 --nics 4) sel=("${only4[@]}") log=console-4nic.log
 		else
 			topo=() sel=("${only2[@]}") log=console.log
 		fi
-		rm -f "$top/.cache/vm-out/$kernel/bench.jsonl" "$top/.cache/vm-out/$kernel/wakeups.jsonl"
-		MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" "${topo[@]}" \
-			--timeout 5400 --log "$out/$log" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}" "${repeat[@]}" ||
-			{ rc=$?; echo "bench: the $nics-NIC guest exited $rc; its log: $out/$log" >&2; }
-		cat "$top/.cache/vm-out/$kernel/bench.jsonl" >>"$out/bench.jsonl" 2>/dev/null || true
-		# MIAMI_BENCH_WAKE_TRACE's figures (tests/vm/bench/guest.sh), where it was set
-		[[ ! -s $top/.cache/vm-out/$kernel/wakeups.jsonl ]] || cat "$top/.cache/vm-out/$kernel/wakeups.jsonl" >>"$out/wakeups.jsonl"
+		# A guest that dies of TCG's int3 trap (tests/vm/tcg.sh) boots again, at most twice,
+		# for the scenarios it had not finished; its finished ones' rows are kept. A full run
+		# is most of an hour, and the trap hit one bench boot of about fifteen (stop 50).
+		attempt=0
+		while :; do
+			alog=$out/$log
+			((attempt == 0)) || alog=$out/${log%.log}.retry$attempt.log
+			rm -f "$vm_out/bench.jsonl" "$vm_out/wakeups.jsonl"
+			brc=0
+			MIAMI_BPFLAND=$peers/bin/scx_bpfland tests/vm/run.sh --kernel "$kernel" "${topo[@]}" \
+				--timeout 5400 --log "$alog" -- tests/vm/bench/guest.sh $quick "${sel[@]}" "${scheds[@]}" "${repeat[@]}" ||
+				brc=$?
+			left=
+			if ((brc && attempt < 2)) && tcg_int3 "$alog"; then
+				# Nothing planned in the log: it died before the first run, all of it is left.
+				left=$(bench_left "$alog") || left=${sel[1]:-all}
+				[[ -n $left ]] || { brc=0; echo "bench: the $nics-NIC guest died of TCG's int3 trap after its last scenario: nothing lost" >&2; }
+			fi
+			if [[ -z $left ]]; then
+				((brc == 0)) || { rc=$brc; echo "bench: the $nics-NIC guest exited $brc; its log: $alog" >&2; }
+				keep_rows "" "$vm_out/bench.jsonl" "$out/bench.jsonl"
+				# MIAMI_BENCH_WAKE_TRACE's figures (tests/vm/bench/guest.sh), where it was set
+				keep_rows "" "$vm_out/wakeups.jsonl" "$out/wakeups.jsonl"
+				break
+			fi
+			attempt=$((attempt + 1))
+			retried+=("$nics-NIC guest: after $(tcg_rip "$alog"), scenarios left: $left ($alog)")
+			echo "RETRY bench: the $nics-NIC guest died of TCG's int3 trap (docs/operations.md); a new boot for: $left" >&2
+			keep_rows "$left" "$vm_out/bench.jsonl" "$out/bench.jsonl"
+			keep_rows "$left" "$vm_out/wakeups.jsonl" "$out/wakeups.jsonl"
+			[[ $left == all ]] || sel=(--only "$left")
+		done
 	done
 fi
-python3 - "$out" "$kernel" "$quick" "$((SECONDS - t0))" "$BPFLAND_VERSION" "${only[@]}" <<'PY'
+BENCH_RETRIED=$(printf '%s\n' "${retried[@]}") \
+	python3 - "$out" "$kernel" "$quick" "$((SECONDS - t0))" "$BPFLAND_VERSION" "${only[@]}" <<'PY'
 import json, os, platform, subprocess, sys, datetime
 out, kernel, quick, secs, bpfland = sys.argv[1:6]
 def sh(*a):
@@ -113,9 +144,12 @@ meta = {
 }
 if os.environ.get("MIAMI_BIN"):
     meta["miami_bin"] = os.environ["MIAMI_BIN"]
+if os.environ.get("BENCH_RETRIED"):
+    meta["retried"] = os.environ["BENCH_RETRIED"].split("\n")
 json.dump(meta, open(f"{out}/run.json", "w"), indent=1)
 PY
 python3 tests/vm/bench/render.py "$out"
 echo "bench: $out/results.md ($((SECONDS - t0)) s)"
+((${#retried[@]} == 0)) || printf 'bench: boots retried after TCG'"'"'s int3 trap: %s\n' "${retried[@]}" >&2
 ((rc == 0)) || echo "bench: not every run completed (exit $rc): see the failed rows in results.md and the console logs in $out" >&2
 exit "$rc"

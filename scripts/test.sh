@@ -6,8 +6,9 @@
 #   2. cargo clippy -D warnings               (1 check)
 #   3. host tests: cargo test                 (every test counts), and --observe on this host's
 #      kernel (tests/host/observe.sh), and the short form of `make overhead`
-#      (tests/host/overhead.sh), and the bench renderer's arithmetic (tests/host/render.sh;
-#      all three: every check counts)
+#      (tests/host/overhead.sh), and the bench renderer's arithmetic (tests/host/render.sh), and
+#      which guest deaths the VM scripts boot again for (tests/host/tcg.sh; all four: every
+#      check counts)
 #   4. VM suite: tests/vm/suite.sh            (every test x kernel counts; the BPF object is
 #      loaded, i.e. verified, on every kernel of the matrix)
 # Ends with one line "N passed, N failed" and exits non-zero if anything failed.
@@ -49,6 +50,9 @@ host_checks observe
 
 step "the bench harness: its split of scx_miami's figure (render.py, a made-up run), its --scheds checks"
 host_checks render
+
+step "guests lost to TCG's int3 trap: the signature suite.sh and bench.sh boot again for"
+host_checks tcg
 
 step "make overhead, short form (one round of 1-second runs; the figures are make overhead's)"
 host_checks overhead

@@ -11,7 +11,7 @@
 # state. Output: one line per (test, kernel)
 #   PASS  t_probe       7.3   12.3s
 # a "console" FAIL line when the kernel log shows BUG:/WARNING:/stall/a sched_ext error exit,
-# the boots retried after TCG's int3 trap (tcg_int3 below; at most 2 per kernel, counted), and a
+# the boots retried after TCG's int3 trap (tcg_int3 in tests/vm/tcg.sh; at most 2 per kernel, counted), and a
 # last line exactly "N passed, N failed". Exit 1 if anything failed.
 # Logs: .cache/vm-logs/suite-<kernel>.log (full console).
 #
@@ -88,20 +88,8 @@ while (($#)); do
 	esac
 done
 
-# The emulator's own trap (issue 13 item 10, docs/operations.md): multi-threaded TCG can run a
-# stale translation of kernel text that the kernel's text patching held as an int3 for a moment
-# (static keys flip when sched_ext is enabled or disabled). The guest dies with "Oops: int3" at
-# an address whose byte is no int3 any more ("Code: ... <90> ...": the patch is done), then
-# "Kernel panic - not syncing: Fatal exception". True when that is the first kernel trouble in
-# log $1; only then is a boot retried, never on any other oops.
-tcg_int3() {
-	local first code
-	first=$(grep -naE '\[ *[0-9]+\.[0-9]+\] .*(BUG:|WARNING:|Oops|Kernel panic)' "$1" | head -n 1)
-	[[ $first == *"Oops: int3"* ]] || return 1
-	code=$(tail -n "+${first%%:*}" "$1" | grep -am 1 'Code: ' || true)
-	[[ $code =~ \<([0-9a-f]{2})\> && ${BASH_REMATCH[1]} != cc ]] &&
-		grep -qa 'Kernel panic - not syncing: Fatal exception' "$1"
-}
+# tcg_int3: the one guest death a boot is retried for.
+source "$top/tests/vm/tcg.sh"
 
 default_dir=$("$top/scripts/kernels.sh" dir default 2>/dev/null || true)
 passed=0 failed=0 recap=() retried=()
@@ -132,7 +120,7 @@ boot_tests() {
 		for t in "${todo[@]}"; do grep -qa "^vm-result: ${t%.sh} " "$alog" || left+=("$t"); done
 		if ((${#left[@]} && attempt < 2)) && tcg_int3 "$alog"; then
 			attempt=$((attempt + 1))
-			retried+=("$k: after $(grep -am 1 -oE 'RIP: [^ ]+' "$alog" || echo 'RIP ?') (${#left[@]} tests left; $alog)")
+			retried+=("$k: after $(tcg_rip "$alog") (${#left[@]} tests left; $alog)")
 			echo "RETRY kernel $k: the guest died of TCG's int3 trap (docs/operations.md); a new boot for the ${#left[@]} tests left" >&2
 			todo=("${left[@]}")
 			continue

@@ -885,6 +885,9 @@ after_failure() {
 # most of an hour, and one failure at run 33 of 70 used to lose everything. The exit status says
 # a run failed; bench.jsonl has a "failed" object for it (render.py shows it and --check fails).
 total=$((${#scenarios[@]} * ${#scheds[@]} * repeat)) i=0 start_t=$SECONDS failed=()
+# For scripts/bench.sh, which boots again for the scenarios not done when a guest dies of TCG's
+# int3 trap: the plan, then each scenario as all its runs are recorded (failed ones too).
+log "scenarios: $(IFS=,; echo "${scenarios[*]}")"
 for sc in "${scenarios[@]}"; do
 	for ((rep = 1; rep <= repeat; rep++)); do
 		export BENCH_REP=$((repeat > 1 ? rep : 0)) # run()'s JSON names the repetition when there are several
@@ -916,6 +919,7 @@ print(json.dumps(r))' \
 				"$sc" "$s" "$rc" /tmp/bench-run.err "$BENCH_REP" >>"$out"
 		done
 	done
+	log "scenario done: $sc"
 done
 log "done: $total runs in $((SECONDS - start_t)) s, $out"
 if ((${#failed[@]})); then
