@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # tests/vm/tcg.sh on canned console logs: which guest deaths tests/vm/suite.sh and
-# scripts/bench.sh boot again for (only TCG's int3 trap, by its exact signature), and which
-# scenarios a bench guest that died had left. The trap's lines are those of a 7.3 guest that
+# scripts/bench.sh boot again for (only the emulator's own, each by its exact signature: TCG's
+# int3 trap, a vCPU's dead timers), and which scenarios a bench guest that died had left. The trap's lines are those of a 7.3 guest that
 # died of it in a VM test run on 2026-11-29 (RIP and the Code bytes around it as logged).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -34,6 +34,33 @@ oops_log 1f "" >"$d/nopanic.log"
 if tcg_int3 "$d/nopanic.log"; then fail "an int3 oops without the panic is retried"; else pass "an int3 oops without the panic is not retried"; fi
 { echo '[  120.000001] BUG: scheduling while atomic: iperf3/512/0x00000002'; cat "$d/trap.log"; } >"$d/bug.log"
 if tcg_int3 "$d/bug.log"; then fail "a trap after a BUG is retried"; else pass "a trap after a BUG is not retried (the BUG is the first trouble)"; fi
+
+# A vCPU's dead timers after the guest started: the four-NIC 7.3 guest's report of 2026-11-29
+# (stacks cut to the frames that matter), after test header $1 and kernel line $2 (a scheduler
+# enabled, or anything else); $3 the blocked frame.
+hang_log() {
+	printf '%s\n' '[    4.391482] 9pnet: Installing 9P2000 support' '[   27.710283] virtme-ng-init: starting script' 'vm-result: t_two_nic PASS rc=0 secs=40.1' \
+		'[   60.100000] sched_ext: BPF scheduler "miami_0.1.0" disabled (unregistered from user space)' \
+		"$1" 'PASS: four LLCs = 0-1 2-3 4-5 6-7' "$2" \
+		'[  248.210824] INFO: task kworker/u32:1:64 blocked for more than 123 seconds.' \
+		'[  248.215183] Call Trace:' '[  248.216460]  __mutex_lock.constprop.0+0x56e/0xa30' \
+		'[  248.216477]  addrconf_verify_work+0x12/0x30' \
+		'[  248.218953] INFO: task ip:313 blocked for more than 123 seconds.' '[  248.219001] Call Trace:' \
+		'[  248.219059]  __wait_for_common+0x97/0x1d0' "[  248.219080]  $3" \
+		'[  248.219212]  __dev_change_net_namespace+0x289/0xc40' '[  248.220133] RIP: 0033:0x7f49777433a7'
+}
+hdr='=== t_bench_4nic (7.3.4+deb13-amd64) ==='
+hang_log "$hdr" '[   70.0] virtio_net virtio9 enp0s11: renamed from eth0' rcu_barrier+0x208/0x320 >"$d/hang.log"
+if tcg_rcu_hang "$d/hang.log"; then pass "a hang in rcu_barrier() with no scheduler since the test began is retried"; else fail "a hang in rcu_barrier() with no scheduler since the test began is not retried"; fi
+hang_log "$hdr" '[   70.0] sched_ext: BPF scheduler "miami_0.1.0" enabled' rcu_barrier+0x208/0x320 >"$d/ours.log"
+if tcg_rcu_hang "$d/ours.log"; then fail "a hang while a scheduler of ours ran is retried"; else pass "a hang while a scheduler of ours ran is not retried"; fi
+hang_log "$hdr" '[   70.0] virtio_net virtio9 enp0s11: renamed from eth0' synchronize_rcu+0x30/0x60 >"$d/other.log"
+if tcg_rcu_hang "$d/other.log"; then fail "a hang elsewhere than rcu_barrier() is retried"; else pass "a hang elsewhere than rcu_barrier() is not retried"; fi
+hang_log "$hdr" '[   70.0] WARNING: CPU: 3 PID: 313 at net/core/dev.c:1 x+0x1/0x2' rcu_barrier+0x208/0x320 >"$d/warn.log"
+if tcg_rcu_hang "$d/warn.log"; then fail "a hang after a WARNING is retried"; else pass "a hang after a WARNING is not retried (the WARNING is the first trouble)"; fi
+hang_log 'PASS: (no test header)' '[   70.0] virtio_net virtio9 enp0s11: renamed from eth0' rcu_barrier+0x208/0x320 >"$d/nohdr.log"
+if tcg_rcu_hang "$d/nohdr.log"; then fail "a hang outside any test is retried"; else pass "a hang outside any test is not retried"; fi
+if tcg_rcu_hang "$d/trap.log"; then fail "the int3 trap is taken for a hang"; else pass "the int3 trap is not taken for a hang"; fi
 
 # Planned micro-2n-8,mix-1,table3, done micro-2n-8 (the first line ends in \r, as a serial
 # console's may): mix-1 and table3 are left.

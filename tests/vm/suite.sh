@@ -11,8 +11,9 @@
 # state. Output: one line per (test, kernel)
 #   PASS  t_probe       7.3   12.3s
 # a "console" FAIL line when the kernel log shows BUG:/WARNING:/stall/a sched_ext error exit,
-# the boots retried after TCG's int3 trap (tcg_int3 in tests/vm/tcg.sh; at most 2 per kernel, counted), and a
-# last line exactly "N passed, N failed". Exit 1 if anything failed.
+# the boots retried after the emulator's own failures (TCG's int3 trap, a vCPU's dead timers:
+# tests/vm/tcg.sh; at most 2 per kernel, counted), and a last line exactly "N passed, N
+# failed". Exit 1 if anything failed.
 # Logs: .cache/vm-logs/suite-<kernel>.log (full console).
 #
 # Adding a test = one line in TESTS below: "<script in tests/vm/tests/>  <kernels...>"
@@ -88,7 +89,7 @@ while (($#)); do
 	esac
 done
 
-# tcg_int3: the one guest death a boot is retried for.
+# tcg_int3, tcg_rcu_hang: the emulator's guest deaths a boot is retried for.
 source "$top/tests/vm/tcg.sh"
 
 default_dir=$("$top/scripts/kernels.sh" dir default 2>/dev/null || true)
@@ -96,7 +97,7 @@ passed=0 failed=0 recap=() retried=()
 # Boot kernel $1 with run.sh options $2 (a string, may be empty) for the tests after them, print
 # a line per test and count them; the log is $3.
 boot_tests() {
-	local k=$1 opts=$2 log=$3 todo logs=() attempt=0 alog rc left t name r res secs re
+	local k=$1 opts=$2 log=$3 todo logs=() attempt=0 alog rc left t name r res secs re why where
 	local bopts
 	shift 3
 	read -ra bopts <<<"$opts"
@@ -118,10 +119,19 @@ boot_tests() {
 		set -e
 		left=()
 		for t in "${todo[@]}"; do grep -qa "^vm-result: ${t%.sh} " "$alog" || left+=("$t"); done
-		if ((${#left[@]} && attempt < 2)) && tcg_int3 "$alog"; then
+		why=
+		if ((${#left[@]} && attempt < 2)); then
+			if tcg_int3 "$alog"; then
+				why="died of TCG's int3 trap" where=$(tcg_rip "$alog")
+			elif tcg_rcu_hang "$alog"; then
+				why="hung in rcu_barrier() with no scheduler of ours (a vCPU's timers died)"
+				where="a hang in ${left[0]%.sh}"
+			fi
+		fi
+		if [[ -n $why ]]; then
 			attempt=$((attempt + 1))
-			retried+=("$k: after $(tcg_rip "$alog") (${#left[@]} tests left; $alog)")
-			echo "RETRY kernel $k: the guest died of TCG's int3 trap (docs/operations.md); a new boot for the ${#left[@]} tests left" >&2
+			retried+=("$k: after $where (${#left[@]} tests left; $alog)")
+			echo "RETRY kernel $k: the guest $why (docs/operations.md); a new boot for the ${#left[@]} tests left" >&2
 			todo=("${left[@]}")
 			continue
 		fi
@@ -195,7 +205,7 @@ if ((${#recap[@]})); then
 	printf '%s\n' "${recap[@]}"
 fi
 if ((${#retried[@]})); then
-	echo "--- boots retried after TCG's int3 trap: ${#retried[@]}"
+	echo "--- boots retried after the emulator's own failures: ${#retried[@]}"
 	printf '    %s\n' "${retried[@]}"
 fi
 echo "$passed passed, $failed failed"
