@@ -3,8 +3,9 @@
 #
 # tests/vm/tcg.sh on canned console logs: which guest deaths tests/vm/suite.sh and
 # scripts/bench.sh boot again for (only the emulator's own, each by its exact signature: TCG's
-# int3 trap, a vCPU's dead timers), and which scenarios a bench guest that died had left. The trap's lines are those of a 7.3 guest that
-# died of it in a VM test run on 2026-11-29 (RIP and the Code bytes around it as logged).
+# int3 trap, a vCPU's dead timers), and which scenarios a bench guest that died had left. The
+# trap's lines are those of a 7.3 guest that died of it in a VM test run on 2026-11-29 (RIP as
+# logged, the Code bytes cut to those around the one under RIP).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
