@@ -89,7 +89,7 @@ else
 		fi
 		# A guest that dies of TCG's int3 trap (tests/vm/tcg.sh) boots again, at most twice,
 		# for the scenarios it had not finished; its finished ones' rows are kept. A full run
-		# is most of an hour, and the trap hit one bench boot of about fifteen (stop 50).
+		# is most of an hour, and the trap killed one bench boot in stop 50.
 		attempt=0
 		while :; do
 			alog=$out/$log
