@@ -9,10 +9,10 @@
  * Included by main.bpf.c only, after the globals these read (cpu_llc and the LLC runs,
  * llc_overloaded, net_room_pct, slice_ns, non_irq_cpumask, irq_free_cpumask): a split of one
  * translation unit, so that main.bpf.c stays under the house limit of ~800 lines while the
- * compiled object stays what it was. The helpers are plain static functions, not __hidden ones in an object of their
- * own (agent.bpf.c), so that the compiler inlines them into the hot paths as before and the
- * verifier sees the same programs on every kernel of the matrix. Exceptions: has_room() and
- * pick_idle_cache() are global functions, verified once (see pick_net_cpu()).
+ * compiled object stays what it was. The helpers are plain static functions, not __hidden ones
+ * in an object of their own (agent.bpf.c), so that the compiler inlines them into the hot paths
+ * as before and the verifier sees the same programs on every kernel of the matrix. Exceptions:
+ * has_room() and pick_idle_cache() are global functions, verified once (see pick_net_cpu()).
  */
 #ifndef __MIAMI_CPUS_BPF_H
 #define __MIAMI_CPUS_BPF_H
