@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Sourced by the scripts that boot test guests (tests/vm/suite.sh, scripts/bench.sh): the
-# emulator's own guest deaths they boot again for, and what a lost bench guest had finished. Checked on canned
-# logs by tests/host/tcg.sh.
+# emulator's own guest deaths they boot again for, and what a lost bench guest had finished.
+# Checked on canned logs by tests/host/tcg.sh.
 
 # The emulator's own trap (issue 13 item 10, docs/operations.md): multi-threaded TCG can run a
 # stale translation of kernel text that the kernel's text patching held as an int3 for a moment
