@@ -119,6 +119,7 @@ enum miami_stat {
 	MIAMI_STAT_PROBE_MISSED,	/* calls not counted: no socket or task storage to be had */
 	MIAMI_STAT_PROC_LLC,		/* a network process's other thread placed in its LLC */
 	MIAMI_STAT_PROC_OUT,		/* ...on an idle CPU elsewhere: none idle in its LLC */
+	MIAMI_STAT_STARVED,		/* tasks run by the starvation guard (run_starved()) */
 	/* --test-time-dispatch: ns in dispatch() calls by outcome, DSP_CPU's order, then none. */
 	MIAMI_STAT_DSP_CPU_NS,
 	MIAMI_STAT_DSP_SHARED_NS,

@@ -51,7 +51,7 @@ host_checks observe
 step "the bench harness: its split of scx_miami's figure (render.py, a made-up run), its --scheds checks"
 host_checks render
 
-step "guests lost to TCG's int3 trap: the signature suite.sh and bench.sh boot again for"
+step "guests lost to the emulator (TCG's int3 trap, a hang in rcu_barrier()): the checks suite.sh and bench.sh boot again on"
 host_checks tcg
 
 step "make overhead, short form (one round of 1-second runs; the figures are make overhead's)"

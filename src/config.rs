@@ -88,6 +88,8 @@ impl ClassBounds {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub slice_ns: u64,
+    /// --starve-ms: the starvation guard's bound (run_starved() in main.bpf.c).
+    pub starve_ns: u64,
     pub release_ns: u64,
     pub intens_win_ns: u64,
     /// --class-bounds: None for auto.
@@ -141,6 +143,7 @@ fn in_range(option: &'static str, v: u64, lo: u64, hi: u64, unit: &str) -> Resul
 impl Config {
     pub fn from_opts(o: &Opts) -> Result<Self, Invalid> {
         let slice_us = in_range("slice-us", o.slice_us, 100, 100_000, "us")?;
+        let starve_ms = in_range("starve-ms", o.starve_ms, 100, 10_000, "ms")?;
         let release_ms = in_range("release-after-ms", o.release_after_ms, 10, 3_600_000, "ms")?;
         let win_ms = in_range("intens-window-ms", o.intens_window_ms, 10, 10_000, "ms")?;
         let room = in_range("net-room-pct", o.net_room_pct as u64, 1, 100, "%")? as u32;
@@ -267,6 +270,7 @@ impl Config {
             time_dispatch: o.test_time_dispatch,
             observe_switch: !o.test_observe_no_switch,
             slice_ns: slice_us * 1000,
+            starve_ns: starve_ms * 1_000_000,
             release_ns: release_ms * 1_000_000,
             intens_win_ns: win_ms * 1_000_000,
             bounds: ClassBounds::parse_setting(&o.class_bounds)?,
@@ -286,7 +290,7 @@ impl Config {
 }
 
 /// What a --config file may set: the agent's tunables, the knobs that change without a reload
-/// of the BPF program. The rest (slice, intensiveness window, net room, NIC list) shape the
+/// of the BPF program. The rest (slice, starvation bound, intensiveness window, net room, NIC list) shape the
 /// loaded program or its maps and need a restart.
 pub const RUNTIME_OPTIONS: [&str; 7] = [
     "interval-ms",

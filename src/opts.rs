@@ -33,6 +33,17 @@ pub struct Opts {
     #[arg(long, default_value_t = 5000)]
     pub slice_us: u64,
 
+    /// Longest a runnable task waits in the queues before it runs out of turn, in milliseconds.
+    ///
+    /// Tasks wait in vtime order. A nice 19 task that ran one slice is 6.7 slices ahead and
+    /// waits for the clock, which moves only as tasks run: beside a flood of short wakers
+    /// that took seconds (under EEVDF too), and the kernel's watchdog ejects a scheduler whose
+    /// task waited 30 s. Every half of this, each CPU runs the task of its queues that has been
+    /// runnable longest, if that is at least half of this, ahead of the order (stat starved).
+    /// Range 100..=10000.
+    #[arg(long, default_value_t = 1000)]
+    pub starve_ms: u64,
+
     /// Release a network task after this many milliseconds without a send/recv call.
     ///
     /// MiAMI step 1: a released task is placed like any other task until it communicates

@@ -254,6 +254,7 @@ impl<'a> Scheduler<'a> {
         rodata.llc_first[..runs.first.len()].copy_from_slice(&runs.first);
         rodata.llc_nr[..runs.nr.len()].copy_from_slice(&runs.nr);
         rodata.slice_ns = cfg.slice_ns;
+        rodata.starve_ns = cfg.starve_ns;
         rodata.intens_win_ns = cfg.intens_win_ns;
         rodata.net_room_pct = cfg.net_room_pct;
         rodata.time_dispatch = cfg.time_dispatch;

@@ -40,6 +40,7 @@ fn rejects(args: &[&str], option: &str, mentions: &[&str]) {
 fn defaults() {
     let o = opts(&[]);
     assert_eq!(o.slice_us, 5000);
+    assert_eq!(o.starve_ms, 1000);
     assert_eq!(o.release_after_ms, 1000);
     assert_eq!(o.class_bounds, "auto");
     assert_eq!(o.net_room_pct, 80);
@@ -55,6 +56,7 @@ fn defaults() {
         c,
         Config {
             slice_ns: 5_000_000,
+            starve_ns: 1_000_000_000,
             release_ns: 1_000_000_000,
             intens_win_ns: 100_000_000,
             // --class-bounds auto: the agent derives them (tests/policy.rs).
@@ -153,6 +155,8 @@ fn units_are_converted_once() {
     let c = config(&[
         "--slice-us",
         "250",
+        "--starve-ms",
+        "2500",
         "--release-after-ms",
         "20",
         "--irq-refresh-ms",
@@ -170,6 +174,7 @@ fn units_are_converted_once() {
     ])
     .unwrap();
     assert_eq!(c.slice_ns, 250_000);
+    assert_eq!(c.starve_ns, 2_500_000_000);
     assert_eq!(c.release_ns, 20_000_000);
     assert_eq!(c.irq_refresh_ms, 500);
     assert_eq!(c.net_room_pct, 55);
@@ -188,6 +193,7 @@ fn units_are_converted_once() {
 fn range_limits_are_inclusive() {
     let lo = config(&[
         "--slice-us=100",
+        "--starve-ms=100",
         "--release-after-ms=10",
         "--net-room-pct=1",
         "--irq-refresh-ms=10",
@@ -195,6 +201,7 @@ fn range_limits_are_inclusive() {
     ])
     .unwrap();
     assert_eq!(lo.slice_ns, 100_000);
+    assert_eq!(lo.starve_ns, 100_000_000);
     assert_eq!(lo.release_ns, 10_000_000);
     assert_eq!(lo.net_room_pct, 1);
     assert_eq!(lo.irq_refresh_ms, 10);
@@ -202,6 +209,7 @@ fn range_limits_are_inclusive() {
 
     let hi = config(&[
         "--slice-us=100000",
+        "--starve-ms=10000",
         "--release-after-ms=3600000",
         "--net-room-pct=100",
         "--irq-refresh-ms=60000",
@@ -209,6 +217,7 @@ fn range_limits_are_inclusive() {
     ])
     .unwrap();
     assert_eq!(hi.slice_ns, 100_000_000);
+    assert_eq!(hi.starve_ns, 10_000_000_000);
     assert_eq!(hi.release_ns, 3_600_000_000_000);
     assert_eq!(hi.net_room_pct, 100);
     assert_eq!(hi.irq_refresh_ms, 60_000);
@@ -300,6 +309,16 @@ fn slice_us_out_of_range() {
     );
     rejects(&["--slice-us", "0"], "slice-us", &["0 us"]);
     rejects(&["--slice-us", "100001"], "slice-us", &["100001 us"]);
+}
+
+#[test]
+fn starve_ms_out_of_range() {
+    rejects(
+        &["--starve-ms", "99"],
+        "starve-ms",
+        &["99 ms", "100..=10000"],
+    );
+    rejects(&["--starve-ms", "10001"], "starve-ms", &["10001 ms"]);
 }
 
 #[test]

@@ -282,6 +282,12 @@ pub static STATS: &[StatDesc] = &[
         "placements of those threads on an idle CPU outside that LLC, none being idle in it"
     ),
     stat!(
+        miami_stat_MIAMI_STAT_STARVED,
+        "starved",
+        "count",
+        "tasks runnable for half of --starve-ms or more that the starvation guard ran out of vtime order"
+    ),
+    stat!(
         miami_stat_MIAMI_STAT_DSP_CPU_NS,
         "dsp_cpu_ns",
         "ns",

@@ -60,6 +60,15 @@
  *                         up, then at the end, one line per CPU it ran counted bursts on:
  *                           shapes: helper connected
  *                           shapes: helper cpu C bursts N
+ *   shapes starve N SPIN_US SLEEP_US SECS
+ *                         no network: N threads that, once all are started, each busy-wait
+ *                         SPIN_US and sleep SLEEP_US, over and over (a flood of short wakers),
+ *                         and one nice 19 thread that
+ *                         busy-loops on CLOCK_MONOTONIC for SECS after one second more, once
+ *                         every thread is started, and notes the longest time it was kept off a
+ *                         CPU then (the largest step between two clock reads). Prints:
+ *                           shapes: starve threads N in S s
+ *                           shapes: starve hog max_off_ms M
  *
  * Pacing, as in pacer: absolute deadlines, each one delay after the previous (one more than a
  * delay late restarts from now: no burst to catch up), busy-waited on CLOCK_MONOTONIC (TCG guest
@@ -607,6 +616,58 @@ static int helper(const char *host, int port, double delay_us, double secs, doub
 	return 0;
 }
 
+/* starve's wakers: once all are started, work SPIN_US, sleep SLEEP_US, until the hog is done. */
+struct starve_arg {
+	double spin_us, sleep_us;
+	volatile int go, done;
+};
+
+static void *starve_waker(void *arg)
+{
+	struct starve_arg *a = arg;
+
+	while (!a->go)
+		usleep(10000);
+	while (!a->done) {
+		busy_until(now_us() + a->spin_us);
+		usleep((useconds_t)a->sleep_us);
+	}
+	return NULL;
+}
+
+static int starve(int n, double spin_us, double sleep_us, double secs)
+{
+	struct starve_arg a = { spin_us, sleep_us, 0, 0 };
+	double last, t, max_off = 0, from, end, t0 = now_us();
+	pthread_attr_t at;
+	pthread_t th;
+	int i;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 65536);
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th, &at, starve_waker, &a))
+			fail("shapes starve: pthread_create");
+	printf("shapes: starve threads %d in %.1f s\n", n, (now_us() - t0) / 1e6);
+	fflush(stdout);
+	a.go = 1;
+	/* The main thread is the hog, at nice 19 (setpriority on a thread id: Linux only). */
+	if (setpriority(PRIO_PROCESS, gettid(), 19))
+		fail("shapes starve: setpriority");
+	from = now_us() + 1e6;
+	end = from + secs * 1e6;
+	/* A step that began before the measured time counts from its start. */
+	for (last = now_us(); last < end; last = t) {
+		t = now_us();
+		if (t > from && t - (last > from ? last : from) > max_off)
+			max_off = t - (last > from ? last : from);
+	}
+	a.done = 1;
+	printf("shapes: starve hog max_off_ms %.0f\n", max_off / 1e3);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -633,10 +694,12 @@ int main(int argc, char **argv)
 	if (argc == 8 && !strcmp(mode, "helper"))
 		return helper(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]), atof(argv[6]),
 			      atof(argv[7]));
+	if (argc == 6 && !strcmp(mode, "starve") && atoi(argv[2]) > 0)
+		return starve(atoi(argv[2]), atof(argv[3]), atof(argv[4]), atof(argv[5]));
 	fprintf(stderr, "usage: shapes echo PORT | shapes relay PORT HOST2 PORT2 | shapes duplex HOST"
 		" PORT DELAY_US SECS TIMES | shapes ping PORT EVERY_US | shapes bulkthen HOST1 PORT1"
 		" BULK_SECS HOST2 PORT2 EVERY_MS COUNT | shapes tpc PORT | shapes fanout HOST PORT N"
 		" BUSY_EVERY BUSY_DELAY_US IDLE_MS SECS | shapes helper HOST PORT DELAY_US SECS"
-		" EVERY_US SPIN_US\n");
+		" EVERY_US SPIN_US | shapes starve N SPIN_US SLEEP_US SECS\n");
 	return 2;
 }
