@@ -171,7 +171,7 @@ struct cpu_ctx {
 	u64		starve_epoch_ns;	/* when starve_epoch_j was read */
 	u64		starve_epoch_j;		/* jiffies then */
 	u64		starve_before_j;	/* the epoch before: runnable before it = starving */
-} __attribute__((aligned(64)));	/* a cache line per CPU for the above: remote readers, local writers */
+} __attribute__((aligned(64)));	/* two lines: the first as before, the guard's on the second */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);

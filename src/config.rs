@@ -290,8 +290,8 @@ impl Config {
 }
 
 /// What a --config file may set: the agent's tunables, the knobs that change without a reload
-/// of the BPF program. The rest (slice, starvation bound, intensiveness window, net room, NIC list) shape the
-/// loaded program or its maps and need a restart.
+/// of the BPF program. The rest (slice, starvation bound, intensiveness window, net room, NIC
+/// list) shape the loaded program or its maps and need a restart.
 pub const RUNTIME_OPTIONS: [&str; 7] = [
     "interval-ms",
     "release-after-ms",

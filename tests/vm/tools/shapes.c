@@ -63,10 +63,10 @@
  *   shapes starve N SPIN_US SLEEP_US SECS
  *                         no network: N threads that, once all are started, each busy-wait
  *                         SPIN_US and sleep SLEEP_US, over and over (a flood of short wakers),
- *                         and one nice 19 thread that
- *                         busy-loops on CLOCK_MONOTONIC for SECS after one second more, once
- *                         every thread is started, and notes the longest time it was kept off a
- *                         CPU then (the largest step between two clock reads). Prints:
+ *                         for SECS and one second more, and the main thread, at nice 19, which
+ *                         busy-loops on CLOCK_MONOTONIC meanwhile and notes the longest time it
+ *                         was kept off a CPU in those SECS (the largest step between two clock
+ *                         reads). Prints:
  *                           shapes: starve threads N in S s
  *                           shapes: starve hog max_off_ms M
  *
@@ -616,29 +616,34 @@ static int helper(const char *host, int port, double delay_us, double secs, doub
 	return 0;
 }
 
-/* starve's wakers: once all are started, work SPIN_US, sleep SLEEP_US, until the hog is done. */
+/* starve's wakers: from the hog's go, work SPIN_US and sleep SLEEP_US until its end. */
 struct starve_arg {
 	double spin_us, sleep_us;
-	volatile int go, done;
+	volatile double end;	/* 0 until all are started */
 };
 
 static void *starve_waker(void *arg)
 {
 	struct starve_arg *a = arg;
 
-	while (!a->go)
+	while (!a->end)
 		usleep(10000);
-	while (!a->done) {
+	while (now_us() < a->end) {
 		busy_until(now_us() + a->spin_us);
 		usleep((useconds_t)a->sleep_us);
 	}
 	return NULL;
 }
 
+/*
+ * The wakers stop at the end on their own: when the hog waited for them to be told, a hog
+ * starved past the end kept the flood going, and under the guard held back (t_starve's
+ * control) it did not report within 120 s.
+ */
 static int starve(int n, double spin_us, double sleep_us, double secs)
 {
-	struct starve_arg a = { spin_us, sleep_us, 0, 0 };
-	double last, t, max_off = 0, from, end, t0 = now_us();
+	struct starve_arg a = { spin_us, sleep_us, 0 };
+	double last, t, off, max_off = 0, from, end, t0 = now_us();
 	pthread_attr_t at;
 	pthread_t th;
 	int i;
@@ -651,19 +656,19 @@ static int starve(int n, double spin_us, double sleep_us, double secs)
 			fail("shapes starve: pthread_create");
 	printf("shapes: starve threads %d in %.1f s\n", n, (now_us() - t0) / 1e6);
 	fflush(stdout);
-	a.go = 1;
 	/* The main thread is the hog, at nice 19 (setpriority on a thread id: Linux only). */
 	if (setpriority(PRIO_PROCESS, gettid(), 19))
 		fail("shapes starve: setpriority");
 	from = now_us() + 1e6;
 	end = from + secs * 1e6;
-	/* A step that began before the measured time counts from its start. */
+	a.end = end;
+	/* Only the part of a step inside [from, end] counts. */
 	for (last = now_us(); last < end; last = t) {
 		t = now_us();
-		if (t > from && t - (last > from ? last : from) > max_off)
-			max_off = t - (last > from ? last : from);
+		off = (t < end ? t : end) - (last > from ? last : from);
+		if (off > max_off)
+			max_off = off;
 	}
-	a.done = 1;
 	printf("shapes: starve hog max_off_ms %.0f\n", max_off / 1e3);
 	return 0;
 }
