@@ -190,6 +190,8 @@ volatile u32 nr_irq_free_cpus;
 
 /* A CPU's LLC and tier, network room, allowed, idle-in-LLC and non-IRQ CPUs: cpus.bpf.h. */
 #include "cpus.bpf.h"
+/* The starvation guard of ops.dispatch(): starve.bpf.h. */
+#include "starve.bpf.h"
 
 /*
  * Is the agent's target for @taskc still worth following? Not past its end of life (agent.bpf.c),
@@ -534,75 +536,6 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 	} else if (is_irq_cpu(cpu)) {
 		kick_idle_non_irq(p);
 	}
-}
-
-/*
- * Move the task of DSQ @dsq_id that has been runnable longest, if since before jiffy @before_j,
- * and may run on @cpu, to @cpu's local DSQ. Two walks: the first finds when it became runnable,
- * the second moves the first task that did as early, which is that one or its equal.
- */
-static bool move_starved(u64 dsq_id, s32 cpu, u64 before_j)
-{
-	struct task_struct *p;
-	u64 oldest_j = before_j;
-	bool found = false;
-
-	bpf_for_each(scx_dsq, p, dsq_id, 0) {
-		if ((s64)(p->scx.runnable_at - oldest_j) < 0 && cpu_allowed(p, cpu)) {
-			oldest_j = p->scx.runnable_at;
-			found = true;
-		}
-	}
-	if (!found)
-		return false;
-	bpf_for_each(scx_dsq, p, dsq_id, 0) {
-		if ((s64)(p->scx.runnable_at - oldest_j) <= 0 && cpu_allowed(p, cpu))
-			return scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0);
-	}
-	return false;
-}
-
-/*
- * The starvation guard. Vtime order is fair by weight, and a task that slept gets at most one
- * slice of credit (task_vtime()), but vtime_now only moves when a task that starts running is
- * ahead of it. Under a flood of short wakers, each of which runs briefly and sleeps again well
- * before it gets there, it barely moves, every wakeup enters ahead of a task that stays
- * runnable, and more so of a low-weight one: khugepaged (nice 19, weight 15: one slice of
- * running puts it 6.7 slices ahead) waited 32 s beside 4,000 network threads in
- * t_many_threads, and the kernel's watchdog ejected the scheduler. Here each CPU, every
- * starve_ns / 2, runs the task of its own DSQ, or else of the shared one, that has been
- * runnable longest, if that is starve_ns / 2 or more, ahead of the order: such a task goes next
- * at the next epoch of a CPU that may run it, unless others waited longer (t_starve: 1.6-2.5 s
- * with the default 1 s beside 600 wakers, 4.7-8.9 s without). p->scx.runnable_at is the
- * watchdog's own clock (jiffies, reset each time the task stops running); the epochs turn
- * starve_ns into jiffies without knowing HZ: a task runnable since before the previous epoch's
- * jiffies has waited at least starve_ns / 2. One task an epoch: the walks cost nothing
- * between, where a first form, which went on rescuing at every dispatch() while any waited
- * that long (each walk over hundreds of tasks), slowed a flooded guest more than it helped.
- * The clock itself is left as it is (see docs/design.md). Returns the DSQ counter of the move,
- * or -1.
- */
-static __noinline s32 run_starved(s32 cpu)
-{
-	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
-	u64 now = bpf_ktime_get_ns();
-
-	if (!cpuc || now - cpuc->starve_epoch_ns < starve_ns / 2)
-		return -1;
-	cpuc->starve_before_j = cpuc->starve_epoch_j;
-	cpuc->starve_epoch_j = bpf_jiffies64();
-	cpuc->starve_epoch_ns = now;
-	if (!cpuc->starve_before_j)
-		return -1;
-	if (move_starved(cpu, cpu, cpuc->starve_before_j)) {
-		stat_inc(MIAMI_STAT_STARVED);
-		return MIAMI_STAT_DSP_CPU;
-	}
-	if (move_starved(MIAMI_DSQ_SHARED, cpu, cpuc->starve_before_j)) {
-		stat_inc(MIAMI_STAT_STARVED);
-		return MIAMI_STAT_DSP_SHARED;
-	}
-	return -1;
 }
 
 /*

@@ -167,11 +167,7 @@ struct cpu_ctx {
 	/* Written by the CPU that enqueues: a hint, read racily by stealing siblings. */
 	s32		core_waiter;	/* pid of a network task queued here, its IRQ CPU; 0 none */
 	u64		core_wait_ns;	/* ... since when */
-	/* The starvation guard's epochs (run_starved()), read and written by this CPU only. */
-	u64		starve_epoch_ns;	/* when starve_epoch_j was read */
-	u64		starve_epoch_j;		/* jiffies then */
-	u64		starve_before_j;	/* the epoch before: runnable before it = starving */
-} __attribute__((aligned(64)));	/* two lines: the first as before, the guard's on the second */
+} __attribute__((aligned(64)));	/* one cache line per CPU: remote readers, local writers */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
