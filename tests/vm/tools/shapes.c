@@ -61,13 +61,13 @@
  *                           shapes: helper connected
  *                           shapes: helper cpu C bursts N
  *   shapes starve N SPIN_US SLEEP_US SECS
- *                         no network: N threads that, once all are started, each busy-wait
+ *                         no network: N threads that, once each of them has run, busy-wait
  *                         SPIN_US and sleep SLEEP_US, over and over (a flood of short wakers),
  *                         for SECS and one second more, and the main thread, at nice 19, which
  *                         busy-loops on CLOCK_MONOTONIC meanwhile and notes the longest time it
  *                         was kept off a CPU in those SECS (the largest step between two clock
  *                         reads). Prints:
- *                           shapes: starve threads N in S s
+ *                           shapes: starve threads N in S s   (S: until the last first ran)
  *                           shapes: starve hog max_off_ms M
  *
  * Pacing, as in pacer: absolute deadlines, each one delay after the previous (one more than a
@@ -616,18 +616,34 @@ static int helper(const char *host, int port, double delay_us, double secs, doub
 	return 0;
 }
 
-/* starve's wakers: from the hog's go, work SPIN_US and sleep SLEEP_US until its end. */
-struct starve_arg {
+/*
+ * starve's wakers: once all of them have run, work SPIN_US and sleep SLEEP_US until the hog's
+ * end. Until then they block on a condition, not poll: 600 threads polling every 10 ms made
+ * 60,000 wakeups a second while the rest were still being created, and in a TCG guest late in a
+ * make test the creation took most of t_starve's 120 s timeout (116 s for a 14 s window).
+ * The window starts only when every waker has run once: a waker that a scheduler keeps off a
+ * CPU from its creation on would otherwise join the flood late, or never (with 1,000 threads
+ * and --starve-ms 10000, the hog's window had passed before the last one first ran).
+ * Static: a waker may still be reading it while the process exits.
+ */
+static struct starve_arg {
 	double spin_us, sleep_us;
-	volatile double end;	/* 0 until all are started */
-};
+	double end;		/* 0 until the go */
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* the last waker to start, and the go */
+} starve_arg = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static void *starve_waker(void *arg)
 {
 	struct starve_arg *a = arg;
 
+	pthread_mutex_lock(&a->mu);
+	a->started++;
+	pthread_cond_broadcast(&a->cv);
 	while (!a->end)
-		usleep(10000);
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
 	while (now_us() < a->end) {
 		busy_until(now_us() + a->spin_us);
 		usleep((useconds_t)a->sleep_us);
@@ -642,26 +658,33 @@ static void *starve_waker(void *arg)
  */
 static int starve(int n, double spin_us, double sleep_us, double secs)
 {
-	struct starve_arg a = { spin_us, sleep_us, 0 };
+	struct starve_arg *a = &starve_arg;
 	double last, t, off, max_off = 0, from, end, t0 = now_us();
 	pthread_attr_t at;
 	pthread_t th;
 	int i;
 
+	a->spin_us = spin_us;
+	a->sleep_us = sleep_us;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 65536);
 	for (i = 0; i < n; i++)
-		if (pthread_create(&th, &at, starve_waker, &a))
+		if (pthread_create(&th, &at, starve_waker, a))
 			fail("shapes starve: pthread_create");
+	pthread_mutex_lock(&a->mu);
+	while (a->started < n)
+		pthread_cond_wait(&a->cv, &a->mu);
+	from = now_us() + 1e6;
+	end = from + secs * 1e6;
+	a->end = end;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
 	printf("shapes: starve threads %d in %.1f s\n", n, (now_us() - t0) / 1e6);
 	fflush(stdout);
 	/* The main thread is the hog, at nice 19 (setpriority on a thread id: Linux only). */
 	if (setpriority(PRIO_PROCESS, gettid(), 19))
 		fail("shapes starve: setpriority");
-	from = now_us() + 1e6;
-	end = from + secs * 1e6;
-	a.end = end;
 	/* Only the part of a step inside [from, end] counts. */
 	for (last = now_us(); last < end; last = t) {
 		t = now_us();
