@@ -57,8 +57,8 @@ static bool move_starved(u64 dsq_id, s32 cpu, u64 before_j)
  * t_many_threads, and the kernel's watchdog ejected the scheduler. Here each CPU, every
  * starve_ns / 2, runs the task of its own DSQ, or else of the shared one, that has been
  * runnable longest, if that is starve_ns / 2 or more, ahead of the order: such a task goes next
- * at the next epoch of a CPU that may run it, unless others waited longer (t_starve: 2.0-2.1 s
- * with the default 1 s beside 600 wakers, 6.0-13.4 s with 10 s). p->scx.runnable_at is the
+ * at the next epoch of a CPU that may run it, unless others waited longer (t_starve: 0.9-3.1 s
+ * with the default 1 s beside 600 wakers, 5.6-13.4 s with 10 s). p->scx.runnable_at is the
  * watchdog's own clock (jiffies, reset each time the task stops running); the epochs turn
  * starve_ns into jiffies without knowing HZ: a task runnable since before the previous epoch's
  * jiffies has waited at least starve_ns / 2. One task an epoch: the walks cost nothing
