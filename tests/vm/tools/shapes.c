@@ -620,7 +620,8 @@ static int helper(const char *host, int port, double delay_us, double secs, doub
  * starve's wakers: once all of them have run, work SPIN_US and sleep SLEEP_US until the hog's
  * end. Until then they block on a condition, not poll: 600 threads polling every 10 ms made
  * 60,000 wakeups a second while the rest were still being created, and in a TCG guest late in a
- * make test the creation took most of t_starve's 120 s timeout (116 s for a 14 s window).
+ * make test one flood took 116 s of t_starve's 120 s timeout for a 14 s window (how much of it
+ * was the creation was not printed then; the time until all have run is now).
  * The window starts only when every waker has run once: a waker that a scheduler keeps off a
  * CPU from its creation on would otherwise join the flood late, or never (with 1,000 threads
  * and --starve-ms 10000, the hog's window had passed before the last one first ran).
