@@ -396,11 +396,12 @@ sched_waits() {
 		done
 	done
 }
-# MIAMI_BENCH_WAKE_TRACE=SECS (a diagnostic, off by default): in the mix-* scenarios, record
-# sched_waking, sched_wakeup and sched_switch on every CPU for the window's first SECS seconds
-# into a private tracefs instance, and append where the ping-pongs' wakeups went and how long
-# they waited (wakeups.py) to $VM_OUT/wakeups.jsonl. The tracing costs every scheduler
-# alike, so a traced run's throughput does not compare with an untraced one's.
+# MIAMI_BENCH_WAKE_TRACE=SECS (a diagnostic, off by default): in the mix-*, micro-* and
+# microtx-* scenarios, record sched_waking, sched_wakeup and sched_switch on every CPU for the
+# window's first SECS seconds into a private tracefs instance, and append where the wakeups of
+# the ping-pongs (mix) or of the iperf3 servers (micro) went and how long they waited
+# (wakeups.py) to $VM_OUT/wakeups.jsonl. The tracing costs every scheduler alike, so a traced
+# run's throughput does not compare with an untraced one's.
 wake_trace() { # secs, output file
 	local i=/sys/kernel/tracing/instances/miami-bench-wake e
 	rmdir "$i" 2>/dev/null || true
@@ -588,7 +589,7 @@ run() {
 		echo "$sampler" >/tmp/bench-sampler.pid # for after_failure()
 	fi
 	local tracer=
-	if [[ -n ${MIAMI_BENCH_WAKE_TRACE:-} && $sc == mix-* ]]; then
+	if [[ -n ${MIAMI_BENCH_WAKE_TRACE:-} && $sc == @(mix|micro|microtx)-* ]]; then
 		wake_trace "$MIAMI_BENCH_WAKE_TRACE" /tmp/wake-trace.txt & tracer=$!
 	fi
 	if [[ $sc == table3 ]]; then
@@ -611,8 +612,9 @@ run() {
 	# The trace's analysis after every reading of the window: it takes seconds under TCG.
 	if [[ -n $tracer ]]; then
 		wait "$tracer"
-		python3 "$LIB_DIR/../bench/wakeups.py" /tmp/wake-trace.txt "clients=$(tids_of "${rr[@]}")" \
-			"servers=$(tids_of "${peers[@]}")" | python3 -c 'import json, sys
+		local groups=("servers=$(tids_of "${srv[@]}")")
+		[[ $sc != mix-* ]] || groups=("clients=$(tids_of "${rr[@]}")" "servers=$(tids_of "${peers[@]}")")
+		python3 "$LIB_DIR/../bench/wakeups.py" /tmp/wake-trace.txt "${groups[@]}" | python3 -c 'import json, sys
 r = {"scenario": sys.argv[1], "scheduler": sys.argv[2], "rep": int(sys.argv[3])}
 r.update(json.load(sys.stdin))
 print(json.dumps(r))' "$sc" "$s" "${BENCH_REP:-0}" >>"${VM_OUT:-/tmp}/wakeups.jsonl" ||
