@@ -62,9 +62,9 @@
  *
  * Work conservation: a CPU whose own DSQ is empty first takes an LLC sibling's backlog (a
  * sibling DSQ with two or more tasks, if its head is older than the shared DSQ's), then the
- * shared DSQ, then any LLC sibling's task, then tasks from CPUs in overloaded LLCs whose DSQ
- * holds more than one (the first is left for its owner, which will run it soon). Slices are
- * bounded, so every DSQ is drained and the watchdog does not fire.
+ * shared DSQ, then an LLC sibling's task that has waited some ticks, then tasks from CPUs in
+ * overloaded LLCs whose DSQ holds more than one (the first is left for its owner, which will
+ * run it soon). Slices are bounded, so every DSQ is drained and the watchdog does not fire.
  *
  * Overload: a network task with no room in its LLC leaves it (tier other) only when the LLC is
  * overloaded on average, as the agent last measured it (llc_overloaded[]), and only for an idle
@@ -539,6 +539,15 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
+ * How long a task queued alone on an LLC sibling's DSQ waits for that sibling before an idle CPU
+ * takes it, in the watchdog's jiffies (p->scx.runnable_at): 16-20 ms at Debian's HZ=250, three
+ * to four slices, so that in effect only a sibling held by pinned work loses it. Under TCG,
+ * where the 90th percentile of a receiver's wait from waking to running was 13-21 ms, two
+ * ticks (4-8 ms) left micro-2n-16 at 0.95x EEVDF's Gbit/s; five read 1.00x and 1.02x (stop 54).
+ */
+#define STEAL_ALONE_TICKS	5
+
+/*
  * ops.dispatch()'s work: own DSQ vs shared DSQ by vtime, then pull from LLC siblings, then from
  * other LLCs. Returns the counter of the DSQ it moved a task from (MIAMI_STAT_DSP_*), or -1.
  */
@@ -616,10 +625,24 @@ static __always_inline s32 dispatch_one(s32 cpu, struct task_struct *prev)
 		return MIAMI_STAT_DSP_CPU;
 	}
 
+	/*
+	 * A task queued alone on a sibling, which that sibling runs next, only once it has been
+	 * runnable for STEAL_ALONE_TICKS, so that a CPU kept busy by pinned work cannot hold it.
+	 * Taken at once (until stop 54), the receivers of micro-2n-16 waited less than under EEVDF,
+	 * but each woken sooner read less per wakeup (1.44x EEVDF's wakeups per byte), and these
+	 * moves were most of dispatch()'s time: 0.94-0.97x EEVDF's Gbit/s in the same boot,
+	 * 1.01-1.03x without them, 1.00-1.02x with this wait (docs/results/bench.md, stop 54).
+	 */
 	if (sib_queued) {
+		u64 now_j = bpf_jiffies64();
+
 		bpf_for(i, 1, nr_sibs) {
+			struct task_struct *head;
+
 			other = llc_walk_cpu(&sibs, i);
-			if (steal_from(other)) {
+			head = __COMPAT_scx_bpf_dsq_peek(other);
+			if (head && now_j - head->scx.runnable_at >= STEAL_ALONE_TICKS &&
+			    steal_from(other)) {
 				stat_inc(MIAMI_STAT_DSP_STEAL_LLC);
 				return MIAMI_STAT_DSP_STEAL_LLC;
 			}
