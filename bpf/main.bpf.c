@@ -62,9 +62,10 @@
  *
  * Work conservation: a CPU whose own DSQ is empty first takes an LLC sibling's backlog (a
  * sibling DSQ with two or more tasks, if its head is older than the shared DSQ's), then the
- * shared DSQ, then an LLC sibling's task that has waited some ticks, then tasks from CPUs in
- * overloaded LLCs whose DSQ holds more than one (the first is left for its owner, which will
- * run it soon). Slices are bounded, so every DSQ is drained and the watchdog does not fire.
+ * shared DSQ, then an LLC sibling's task once it has been runnable STEAL_ALONE_TICKS, then
+ * tasks from CPUs in overloaded LLCs whose DSQ holds more than one (the first is left for its
+ * owner, which will run it soon). Slices are bounded, so every DSQ is drained and the watchdog
+ * does not fire.
  *
  * Overload: a network task with no room in its LLC leaves it (tier other) only when the LLC is
  * overloaded on average, as the agent last measured it (llc_overloaded[]), and only for an idle
@@ -539,9 +540,10 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * How long a task queued alone on an LLC sibling's DSQ waits for that sibling before an idle CPU
- * takes it, in the watchdog's jiffies (p->scx.runnable_at): 16-20 ms at Debian's HZ=250, three
- * to four slices, so that in effect only a sibling held by pinned work loses it. Under TCG,
+ * How long a task queued on an LLC sibling's DSQ, typically alone there, waits for that sibling
+ * before an idle CPU takes it outside a backlog (dispatch_one()), in the watchdog's jiffies
+ * (p->scx.runnable_at): 16-20 ms at Debian's HZ=250, three to four slices, so that in effect
+ * only a sibling held by pinned work loses it. Under TCG,
  * where the 90th percentile of a receiver's wait from waking to running was 13-21 ms, two
  * ticks (4-8 ms) left micro-2n-16 at 0.95x EEVDF's Gbit/s; five read 1.00x and 1.02x (stop 54).
  */
