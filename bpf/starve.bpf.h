@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The starvation guard of ops.dispatch() (main.bpf.c dispatch_one()): --starve-ms.
+ * The starvation guard of ops.dispatch() (dispatch.bpf.h dispatch_one()): --starve-ms.
  *
  * Included by main.bpf.c only, after cpus.bpf.h and the global it reads (starve_ns): a split of
  * one translation unit, as cpus.bpf.h is, so that main.bpf.c stays near the house limit of ~800

@@ -25,7 +25,8 @@
 #   - EEVDF in the same boot is printed (seen: 1,646-17,171 ms, and the whole window: EEVDF has
 #     no watchdog to answer to, and weighs nice 19 the same).
 # The wakers used to wait for the start by polling every 10 ms: late in a make test one flood
-# took 116 s of its 120 s timeout (the whole test 195 s on 7.3; 59-68 s since). The time until all of them had run once is printed (0.4-0.6 s).
+# took 116 s of its 120 s timeout (the whole test 195 s on 7.3; 59-68 s since). The time until
+# all of them had run once is printed (0.4-0.6 s).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
