@@ -148,6 +148,11 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
  * look like room after two. Not the time since it started running: under TCG a vCPU the host
  * does not run stretches every run, so a time bound could refuse room under overload.
+ * A task waiting in @cpu's local DSQ (pinned work: ops.enqueue() puts a single-CPU task there)
+ * means no room either: @cpu runs its local DSQ before it looks at its own, so while pinned tasks
+ * take turns there (two never-sleeping ones do) it never does, and a task queued on it waited
+ * for a sibling's steal_waited() at each wakeup: a class-high receiver whose IRQ CPU ran two
+ * pinned hogs read 0.18-0.30x EEVDF's bytes in three runs (t_irq_pinned).
  * Global, not static: pick_net_cpu() calls it five times, and inlined each call forked the
  * verifier's states.
  */
@@ -155,7 +160,8 @@ __noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now, bool high)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
-	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2)
+	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2 ||
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
 		return false;
 	if (cpu == prev_cpu)
 		return true;

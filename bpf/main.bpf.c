@@ -65,7 +65,9 @@
  * shared DSQ, then an LLC sibling's task once it has waited STEAL_ALONE_TICKS (dispatch.bpf.h),
  * then tasks from CPUs in overloaded LLCs whose DSQ holds more than one (the first is left for
  * its owner, which will run it soon). Slices are bounded, so every DSQ is drained and the
- * watchdog does not fire.
+ * watchdog does not fire. A CPU whose local DSQ pinned tasks keep full never dispatches at all:
+ * what waits on its DSQ goes to a sibling (steal_waited()) or the starvation guard, and
+ * has_room() counts such a CPU as full, so that no network task is queued there to wait.
  *
  * Overload: a network task with no room in its LLC leaves it (tier other) only when the LLC is
  * overloaded on average, as the agent last measured it (llc_overloaded[]), and only for an idle

@@ -57,6 +57,7 @@ TESTS=(
 	# The newest and the oldest kernel; `make soak` runs its long form on every kernel.
 	"t_stress.sh          7.3 6.12"
 	"t_starve.sh          7.3 6.12"
+	"t_irq_pinned.sh      7.3 6.12"
 	"t_hotplug.sh         default"
 	"t_bad_input.sh       default"
 	"t_error.sh           default"

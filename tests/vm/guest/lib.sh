@@ -548,6 +548,11 @@ bpf_cost() {
 		if (cnt) print $2, name, ns, cnt
 	}'
 }
+# Field $2 of /proc/PID/task/*/schedstat summed over every thread of process $1: 1 = ns run,
+# 2 = ns runnable but not running, 3 = switch-ins.
+schedstat_sum() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk -v f="$2" '{ s += $f } END { printf "%.0f\n", s }'
+}
 stats_total() {
 	awk -v n="$1" '/totals since start/ { t = 1 } t && $1 == n { v = $2 } END { print v + 0 }' "$SCHED_LOG"
 }

@@ -31,7 +31,7 @@ tick=$(getconf CLK_TCK)
 usage() {
 	local p=$1
 	echo "$(awk '{ print $14 + $15 }' "/proc/$p/stat")" \
-		"$(cat "/proc/$p"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }')" \
+		"$(schedstat_sum "$p" 1)" \
 		"$(cat "/proc/$p"/task/*/status | awk '/^voluntary_ctxt_switches/ { s += $2 } END { printf "%.0f", s }')"
 }
 # scx_miami's own account of its cost (stats: loader_cpu_ms, agent_bpf_ms and the IRQ map

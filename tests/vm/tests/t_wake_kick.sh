@@ -38,8 +38,6 @@ source "$(dirname "$0")/../guest/lib.sh"
 
 # IRQ work interrupts so far, per CPU: "N0 N1 ...".
 iwi() { awk '$1 == "IWI:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) printf "%s%s", (i > 2 ? " " : ""), $i; print "" }' /proc/interrupts; }
-# Switch-ins so far of every thread of process $1 (schedstat's third field).
-runs() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $3 } END { print s + 0 }'; }
 
 # One window of the shape under --class-bounds $1, the checks' names prefixed with $2: sets
 # per (IRQ work interrupts per CPU), on_irq (CPU 1's), sw (the receiver's switch-ins) and, with
@@ -65,10 +63,10 @@ window() {
 		probe=$!
 		wait_ready /tmp/kick.go.ready "$probe" || true
 	fi
-	i0=$(iwi) r0=$(runs "$srv") b0=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
+	i0=$(iwi) r0=$(schedstat_sum "$srv" 3) b0=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
 	[[ -z $probe ]] || : >/tmp/kick.go
 	sleep 5
-	i1=$(iwi) r1=$(runs "$srv") b1=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
+	i1=$(iwi) r1=$(schedstat_sum "$srv" 3) b1=$(cat "/sys/class/net/$NIC_A/statistics/rx_bytes")
 	if [[ -n $probe ]]; then
 		wait "$probe" || true
 		core=$(jget /tmp/kick-probe.json "round(d['total']['tiers']['core'], 3)") || core=none
