@@ -15,10 +15,10 @@
 # back behind the receiver, useless for two. Before has_room() looked at the local DSQ, every
 # wakeup queued the receiver on CPU 1 behind the pair: 54-104 runs in 5 s and 0.18-0.30x
 # EEVDF's bytes in the same boot (three runs). With it, the receiver takes an idle sibling (the
-# cache tier): 935-1,228 runs, 0.96-1.13x (five runs on 7.3, one on 6.12).
+# cache tier): 935-1,228 runs, 0.84-1.13x (six runs on 7.3, two on 6.12).
 #
 # Checks, scx_miami's window against EEVDF's in the same boot: at least 100 runs of the
-# receiver in 5 s (EEVDF's 1,049-1,279) and bytes received at least 0.7x EEVDF's. Printed, not
+# receiver in 5 s (EEVDF's 1,049-1,392) and bytes received at least 0.7x EEVDF's. Printed, not
 # checked: the mean wait from runnable to running per run (schedstat), 0.4-0.7 ms after the
 # change and 1.7-9.8 ms before, against EEVDF's 0.05-0.14 ms; it did not always separate the
 # two builds, the runs did. Where the receiver runs is not checked either: the neutral probe put
