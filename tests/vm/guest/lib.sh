@@ -280,6 +280,19 @@ iperf_client_bg() {
 	_BG_PIDS+=("$IPERF_CLIENT_PID")
 }
 
+# One iperf3 receiver on NIC A, fed from namespace cli for far longer than any window, until
+# receiver_a_stop: sets RECV_A_PID once it streams. $1 = the client's output file.
+receiver_a_start() {
+	iperf_server 5201 "$ADDR_A_SRV"
+	RECV_A_PID=$IPERF_SERVER_PID
+	iperf_client_bg "$1" cli "$ADDR_A_SRV" 5201 600
+	wait_streaming "$RECV_A_PID"
+}
+receiver_a_stop() {
+	kill "$IPERF_CLIENT_PID" "$RECV_A_PID" 2>/dev/null || true
+	wait "$IPERF_CLIENT_PID" 2>/dev/null || true
+}
+
 # --- scheduler ------------------------------------------------------------------------------
 sched_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo none; }
 progs_left() {

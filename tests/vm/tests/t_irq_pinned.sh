@@ -32,18 +32,14 @@ source "$(dirname "$0")/../guest/lib.sh"
 window() {
 	local srv r0 r1 d0 d1 b0 b1 rx=/sys/class/net/$NIC_A/statistics/rx_bytes
 	[[ $1 == eevdf ]] || sched_start --class-bounds "$1"
-	iperf_server 5201 "$ADDR_A_SRV"
-	srv=$IPERF_SERVER_PID
-	# Far longer than the window; ended below.
-	iperf_client_bg /tmp/pinned-c.out cli "$ADDR_A_SRV" 5201 600
-	wait_streaming "$srv"
+	receiver_a_start /tmp/pinned-c.out
+	srv=$RECV_A_PID
 	sleep 2
 	r0=$(schedstat_sum "$srv" 3) d0=$(schedstat_sum "$srv" 2) b0=$(cat "$rx")
 	sleep 5
 	r1=$(schedstat_sum "$srv" 3) d1=$(schedstat_sum "$srv" 2) b1=$(cat "$rx")
 	[[ $1 == eevdf ]] || sched_stop || fail "$2: sched_stop"
-	kill "$IPERF_CLIENT_PID" "$srv" 2>/dev/null || true
-	wait "$IPERF_CLIENT_PID" 2>/dev/null || true
+	receiver_a_stop
 	sw=$((r1 - r0)) kbs=$(((b1 - b0) / 5000))
 	wait_us=$(((d1 - d0) / (sw > 0 ? sw : 1) / 1000))
 	log "$2: over 5 s $kbs kB/s received, $sw switch-ins of the receiver," \

@@ -46,12 +46,8 @@ iwi() { awk '$1 == "IWI:" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) printf 
 window() {
 	local i0 i1 r0 r1 b0 b1 srv probe=
 	[[ $1 == eevdf ]] || sched_start --class-bounds "$1"
-	iperf_server 5201 "$ADDR_A_SRV"
-	srv=$IPERF_SERVER_PID
-	# Far longer than the window, which the probe's start under TCG delays (4-9 s here); ended
-	# below.
-	iperf_client_bg /tmp/kick-c.out cli "$ADDR_A_SRV" 5201 600
-	wait_streaming "$srv"
+	receiver_a_start /tmp/kick-c.out
+	srv=$RECV_A_PID
 	sleep 2
 	# With $3 = probe, the neutral probe (traced, by switch-ins) over the same 5 s: where the
 	# receiver ran. Its start takes 4-9 s here, so only the window that checks it runs it.
@@ -74,8 +70,7 @@ window() {
 		sed "s/^/$2: /" /tmp/kick-probe.txt
 	fi
 	[[ $1 == eevdf ]] || sched_stop || fail "$2: sched_stop"
-	kill "$IPERF_CLIENT_PID" "$srv" 2>/dev/null || true
-	wait "$IPERF_CLIENT_PID" 2>/dev/null || true
+	receiver_a_stop
 	# Per CPU over the window, and on the IRQ CPU, where NIC A's softirq wakes the receiver.
 	per=$(paste -d' ' <(tr ' ' '\n' <<<"$i1") <(tr ' ' '\n' <<<"$i0") | awk '{ printf "%s%d", (NR > 1 ? " " : ""), $1 - $2 }')
 	on_irq=$(awk '{ print $2 }' <<<"$per") sw=$((r1 - r0))
