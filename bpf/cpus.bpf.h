@@ -137,6 +137,19 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
 }
 
 /*
+ * Does a task wait in @cpu's local DSQ? ops.enqueue() puts single-CPU tasks there, and @cpu runs
+ * that DSQ before it calls ops.dispatch(): while pinned tasks take turns there (two that never
+ * sleep do), a task queued on @cpu's own DSQ runs only once an LLC sibling takes it
+ * (steal_waited(), five jiffies, and only when that sibling dispatches at all). No task is
+ * queued on such a CPU while another will do: has_room(), pick_net_cpu()'s hysteresis,
+ * pick_proc_cpu() and ops.enqueue().
+ */
+static bool local_busy(s32 cpu)
+{
+	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
+}
+
+/*
  * Does @cpu have room for one more network task? For the task's own previous CPU the load
  * already includes the task itself, so staying there adds nothing: only the queue counts.
  * @high: the task is class high and @cpu is its IRQ CPU. Then only class-high tasks there
@@ -148,11 +161,9 @@ static u32 tier_of(s32 cpu, s32 irq_cpu)
  * sees the windows pass idle and halves the average; a bulk sender alone on its IRQ CPU would
  * look like room after two. Not the time since it started running: under TCG a vCPU the host
  * does not run stretches every run, so a time bound could refuse room under overload.
- * A task waiting in @cpu's local DSQ (pinned work: ops.enqueue() puts a single-CPU task there)
- * means no room either: @cpu runs its local DSQ before it looks at its own, so while pinned tasks
- * take turns there (two never-sleeping ones do) it never does, and a task queued on it waited
- * for a sibling's steal_waited() at each wakeup: a class-high receiver whose IRQ CPU ran two
- * pinned hogs read 0.18-0.30x EEVDF's bytes in three runs (t_irq_pinned).
+ * Pinned work waiting there (local_busy()) means no room either: a class-high receiver whose IRQ
+ * CPU ran two pinned hogs was queued behind them at each wakeup and read 0.18-0.30x EEVDF's
+ * bytes in three runs (t_irq_pinned).
  * Global, not static: pick_net_cpu() calls it five times, and inlined each call forked the
  * verifier's states.
  */
@@ -160,8 +171,7 @@ __noinline bool has_room(s32 cpu, s32 prev_cpu, u64 now, bool high)
 {
 	struct cpu_ctx *cpuc = try_lookup_cpu_ctx(cpu);
 
-	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2 ||
-	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu))
+	if (!cpuc || scx_bpf_dsq_nr_queued(cpu) >= 2 || local_busy(cpu))
 		return false;
 	if (cpu == prev_cpu)
 		return true;
@@ -416,16 +426,40 @@ static bool proc_cpu_ok(const struct task_struct *p, s32 cpu, s32 irq_cpu)
 }
 
 /*
+ * A CPU of @irq_cpu's LLC for @p, a thread of that IRQ CPU's network process, to queue on: one
+ * that takes no IRQ and has no pinned work waiting (local_busy()), walked from a random place so
+ * that such threads spread over the LLC. -1 if none.
+ */
+static s32 pick_proc_queue(const struct task_struct *p, s32 irq_cpu)
+{
+	struct llc_walk w;
+	u32 nr = llc_walk_init(irq_cpu, &w), start, i;
+
+	if (!nr)
+		return -1;
+	start = bpf_get_prandom_u32() % nr;
+	bpf_for(i, 0, nr) {
+		s32 cpu = llc_walk_cpu(&w, (start + i) % nr);
+
+		if (proc_cpu_ok(p, cpu, irq_cpu) && !local_busy(cpu))
+			return cpu;
+	}
+	return -1;
+}
+
+/*
  * Normal placement for @p, a thread of a network process whose IRQ CPU is @irq_cpu
  * (proc_irq_cpu()): an idle CPU of that LLC that takes no IRQ, the previous one first; else any
  * idle CPU that takes no IRQ; else, nothing being idle, a non-IRQ CPU of the LLC to queue on
- * (ops.enqueue() keeps it there), the previous one if it is one. -1 if the LLC has none for @p.
+ * (ops.enqueue() keeps it there), the previous one if it is one, never one whose pinned work
+ * would hold it (local_busy()). -1 if the LLC has none for @p: every such CPU ran pinned pairs
+ * in t_proc_pinned, and the thread queued behind them made 0.25x EEVDF's bursts.
  */
 static s32 pick_proc_cpu(struct task_struct *p, s32 prev_cpu, s32 irq_cpu, bool *idle)
 {
 	const struct cpumask *mask;
 	bool prev_ok = proc_cpu_ok(p, prev_cpu, irq_cpu);
-	s32 cpu, queue_cpu = prev_ok ? prev_cpu : -1;
+	s32 cpu;
 
 	*idle = true;
 	if (prev_ok && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
@@ -433,21 +467,18 @@ static s32 pick_proc_cpu(struct task_struct *p, s32 prev_cpu, s32 irq_cpu, bool 
 		return prev_cpu;
 	}
 	mask = llc_non_irq_for(p, irq_cpu);
-	if (mask) {
-		if ((cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
-			stat_inc(MIAMI_STAT_PROC_LLC);
-			return cpu;
-		}
-		/* Chosen now: pick_idle_non_irq() below reuses the scratch mask. */
-		if (queue_cpu < 0 && (cpu = bpf_cpumask_any_distribute(mask)) < nr_cpu_ids)
-			queue_cpu = cpu;
+	if (mask && (cpu = scx_bpf_pick_idle_cpu(mask, 0)) >= 0) {
+		stat_inc(MIAMI_STAT_PROC_LLC);
+		return cpu;
 	}
 	if ((cpu = pick_idle_non_irq(p)) >= 0) {
 		stat_inc(MIAMI_STAT_PROC_OUT);
 		return cpu;
 	}
 	*idle = false;
-	return queue_cpu;
+	if (prev_ok && !local_busy(prev_cpu))
+		return prev_cpu;
+	return pick_proc_queue(p, irq_cpu);
 }
 
 /*

@@ -257,12 +257,13 @@ __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 	}
 	/*
 	 * Hysteresis: a task that last ran on its IRQ CPU waits there when that CPU only runs a
-	 * kernel thread with nothing queued behind it. That thread is mostly ksoftirqd doing this
+	 * kernel thread with nothing queued behind it, in its own DSQ or its local one. That thread is mostly ksoftirqd doing this
 	 * very task's protocol work under load; leaving for a sibling every time it runs would
 	 * trade the core tier for a few hundred microseconds of waiting. A class-high task queued
 	 * there preempts the thread (enqueue_net()); the other classes wait it out.
 	 */
-	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq))
+	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq) &&
+	    !local_busy(irq))
 		return irq;
 	/*
 	 * High claims the busy IRQ CPU while class-high work leaves room there; enqueue preempts
@@ -512,11 +513,13 @@ void BPF_STRUCT_OPS(miami_enqueue, struct task_struct *p, u64 enq_flags)
 
 		stat_inc(MIAMI_STAT_ENQ_NORMAL);
 		/*
-		 * Another thread of a network process: on its CPU's DSQ if that is in the LLC. The
-		 * flags first: a wakeup that skipped select_cpu() goes on below without the lookup.
+		 * Another thread of a network process: on its CPU's DSQ if that is in the LLC and no
+		 * pinned work would hold it there (pick_proc_cpu()). The flags first: a wakeup that
+		 * skipped select_cpu() goes on below without the lookup.
 		 */
 		if ((!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags)) &&
-		    (irq = proc_irq_cpu(p, now)) >= 0 && proc_cpu_ok(p, cpu, irq)) {
+		    (irq = proc_irq_cpu(p, now)) >= 0 && proc_cpu_ok(p, cpu, irq) &&
+		    !local_busy(cpu)) {
 			stat_inc(MIAMI_STAT_PROC_LLC);
 			scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, task_vtime(p), enq_flags);
 			kick_queued(cpu, cpu == task_cpu, enq_flags);
