@@ -452,8 +452,9 @@ static s32 pick_proc_queue(const struct task_struct *p, s32 irq_cpu)
  * (proc_irq_cpu()): an idle CPU of that LLC that takes no IRQ, the previous one first; else any
  * idle CPU that takes no IRQ; else, nothing being idle, a non-IRQ CPU of the LLC to queue on
  * (ops.enqueue() keeps it there), the previous one if it is one, never one whose pinned work
- * would hold it (local_busy()). -1 if the LLC has none for @p: every such CPU ran pinned pairs
- * in t_proc_pinned, and the thread queued behind them made 0.25x EEVDF's bursts.
+ * would hold it (local_busy()). -1 if the LLC has none for @p: in t_proc_threads' second shape
+ * every such CPU runs a pinned pair, and the thread queued behind one made 0.22-0.28x EEVDF's
+ * bursts.
  */
 static s32 pick_proc_cpu(struct task_struct *p, s32 prev_cpu, s32 irq_cpu, bool *idle)
 {

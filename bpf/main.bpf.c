@@ -257,10 +257,11 @@ __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 	}
 	/*
 	 * Hysteresis: a task that last ran on its IRQ CPU waits there when that CPU only runs a
-	 * kernel thread with nothing queued behind it, in its own DSQ or its local one. That thread is mostly ksoftirqd doing this
-	 * very task's protocol work under load; leaving for a sibling every time it runs would
-	 * trade the core tier for a few hundred microseconds of waiting. A class-high task queued
-	 * there preempts the thread (enqueue_net()); the other classes wait it out.
+	 * kernel thread with nothing queued behind it, in its own DSQ or its local one. That
+	 * thread is mostly ksoftirqd doing this very task's protocol work under load; leaving for a
+	 * sibling every time it runs would trade the core tier for a few hundred microseconds of
+	 * waiting. A class-high task queued there preempts the thread (enqueue_net()); the other
+	 * classes wait it out.
 	 */
 	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq) &&
 	    !local_busy(irq))

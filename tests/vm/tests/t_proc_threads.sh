@@ -85,5 +85,6 @@ check_ge "scx_miami over EEVDF, points" "$(awk -v a="$got" -v b="$base" 'BEGIN {
 check_ge "proc_llc placements (bursts $got_n)" "$(stats_total proc_llc)" "$((got_n / 2))"
 base_n=$(bursts eevdf-pinned) got_n=$(bursts miami-pinned)
 log "pinned pairs on the non-IRQ CPUs: bursts EEVDF $base_n, scx_miami $got_n"
-check_ge "scx_miami bursts beside pinned pairs, 0.6x EEVDF's ($base_n)" "$got_n" "$((base_n * 6 / 10))"
+check_ge "scx_miami bursts beside pinned pairs, 0.6x EEVDF's ($base_n)" "$got_n" \
+	"$((base_n * 6 / 10))"
 finish
