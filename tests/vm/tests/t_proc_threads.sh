@@ -68,7 +68,6 @@ pinned_run() {
 	kill "${hogs[@]}"
 	wait "${hogs[@]}" 2>/dev/null || true
 }
-bursts() { awk '$3 == "cpu" { n += $6 } END { print n + 0 }' "/tmp/$1-helper.txt"; }
 
 helper_run eevdf
 pinned_run eevdf-pinned
@@ -84,7 +83,8 @@ check_ge "scx_miami bursts counted" "$got_n" 100
 check_ge "scx_miami main thread's bursts in its process's LLC % (EEVDF $base%)" "$got" 90
 check_ge "scx_miami over EEVDF, points" "$(awk -v a="$got" -v b="$base" 'BEGIN { print a - b }')" 30
 check_ge "proc_llc placements (bursts $got_n)" "$(stats_total proc_llc)" "$((got_n / 2))"
-base_n=$(bursts eevdf-pinned) got_n=$(bursts miami-pinned)
+read -r _ base_n <<<"$(llc_share eevdf-pinned)"
+read -r _ got_n <<<"$(llc_share miami-pinned)"
 log "pinned pairs on the non-IRQ CPUs: bursts EEVDF $base_n, scx_miami $got_n"
 check_ge "scx_miami bursts beside pinned pairs, 0.6x EEVDF's ($base_n)" "$got_n" \
 	"$((base_n * 6 / 10))"
