@@ -219,6 +219,16 @@ __noinline bool target_alive(struct task_ctx *taskc __arg_nonnull, u64 now)
 }
 
 /*
+ * Is @p the task enqueue_net() lets preempt @cpu, its IRQ CPU: class high and the most
+ * intensive class-high task of @cpu's IRQs (the agent's last round)? Such a wakeup goes to the
+ * head of @cpu's local DSQ (SCX_ENQ_PREEMPT), ahead of any pinned work waiting there.
+ */
+static bool irq_preempts(const struct task_struct *p, const struct task_ctx *taskc, s32 cpu)
+{
+	return taskc->cls == MIAMI_CLASS_HIGH && agent_irq_top[cpu & (MIAMI_MAX_CPUS - 1)] == p->pid;
+}
+
+/*
  * Choose a CPU for network task @p. *@idle tells whether the CPU was idle and claimed (then
  * select_cpu() dispatches directly); otherwise ops.enqueue() queues @p on that CPU's DSQ if it
  * is in the core or cache tier, or on the shared DSQ if not. Global (not __hidden: libbpf makes
@@ -257,14 +267,17 @@ __noinline s32 pick_net_cpu(struct task_struct *p __arg_trusted,
 	}
 	/*
 	 * Hysteresis: a task that last ran on its IRQ CPU waits there when that CPU only runs a
-	 * kernel thread with nothing queued behind it, in its own DSQ or its local one. That
-	 * thread is mostly ksoftirqd doing this very task's protocol work under load; leaving for a
-	 * sibling every time it runs would trade the core tier for a few hundred microseconds of
-	 * waiting. A class-high task queued there preempts the thread (enqueue_net()); the other
-	 * classes wait it out.
+	 * kernel thread with nothing queued behind it in its own DSQ. That thread is mostly
+	 * ksoftirqd doing this very task's protocol work under load; leaving for a sibling every
+	 * time it runs would trade the core tier for a few hundred microseconds of waiting. The
+	 * task that preempts there (irq_preempts()) goes ahead of everything; the others wait the
+	 * thread out, and so not behind pinned work in the local DSQ (local_busy()). Stop 56 asked
+	 * local_busy() of all: with one pinned hog per CPU of the LLC, a class-high receiver woken
+	 * while ksoftirqd ran on its IRQ CPU, the hog waiting there, found no room in the LLC and
+	 * left it (t_wake_kick: 0.807-0.847 of its switch-ins in the LLC, 0.968-0.982 before).
 	 */
 	if (core_ok && prev_cpu == irq && cpuc_cur_kthread(irq) && !scx_bpf_dsq_nr_queued(irq) &&
-	    !local_busy(irq))
+	    (irq_preempts(p, taskc, irq) || !local_busy(irq)))
 		return irq;
 	/*
 	 * High claims the busy IRQ CPU while class-high work leaves room there; enqueue preempts
@@ -395,8 +408,7 @@ static void enqueue_net(struct task_struct *p, struct task_ctx *taskc, s32 cpu, 
 		 * and every fork and exec waited for them (t_shapes' relay shape without --nic: 20
 		 * shell spawns took 346 s).
 		 */
-		if (taskc->cls == MIAMI_CLASS_HIGH && !cpuc->cur_net &&
-		    agent_irq_top[cpu & (MIAMI_MAX_CPUS - 1)] == p->pid &&
+		if (irq_preempts(p, taskc, cpu) && !cpuc->cur_net &&
 		    ((enq_flags & SCX_ENQ_WAKEUP) || !own)) {
 			stat_inc(MIAMI_STAT_PREEMPT_KICKS);
 			if (own) {

@@ -54,15 +54,29 @@ llc_share() {
 		END { printf "%.1f %d\n", n ? 100 * a / n : 0, n }' "/tmp/$1-helper.txt"
 }
 
-# Two pinned hogs on every CPU that takes no NIC IRQ, during helper run $1.
+# Two pinned hogs on every CPU that takes no NIC IRQ, during helper run $1. The run starts once
+# every hog's worker runs (stress-ng forks it; a fork takes about a second under TCG, more on a
+# slow host), plus 1 s: CI's scx_miami run once read 36 bursts against EEVDF's 129, where this
+# machine reads 323-815, and a run that starts while the hogs still start weighs the two
+# schedulers' runs differently.
 pinned_run() {
-	local hogs=() c
+	local hogs=() c h i up kids
 	for c in 0 2 3 4 6 7; do
 		for _ in 1 2; do
 			bg taskset -c "$c" stress-ng --cpu 1 --timeout 600 --quiet
 			hogs+=("$BG_PID")
 		done
 	done
+	for ((i = 0; i < 300; i++)); do
+		up=0
+		for h in "${hogs[@]}"; do
+			kids=$(cat "/proc/$h/task/$h/children" 2>/dev/null) || kids=
+			[[ -z $kids ]] || up=$((up + 1))
+		done
+		((up < ${#hogs[@]})) || break
+		sleep 0.1
+	done
+	log "$1: $up of ${#hogs[@]} pinned hogs running"
 	sleep 1
 	helper_run "$1" 5
 	kill "${hogs[@]}"

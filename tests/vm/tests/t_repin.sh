@@ -17,7 +17,9 @@
 # the move and 10 s from the move on, EEVDF's in the same shape printed beside:
 #   - after the move, core+cache >= 95% and no more than 3 points below the share before it;
 #   - CPU 6, the new core tier, >= 12.5% of the receivers' runtime: one receiver of four holds
-#     the core (25%), less the softirq's lag of up to 4 s in 10 s, rounded down to half.
+#     the core (25%), less the softirq's lag of up to 4 s in 10 s, rounded down to half. This
+#     holds scx_miami's failure mode below (0.6%), not a lead: EEVDF, printed beside, read
+#     34.8% once the probe left CPU 6 (one run on a slowed host).
 # The issue saw 0.73-0.96 core+cache in the 12 s after such a move (8 runs; scx_bpfland
 # 0.92-0.95). The code of the issue's start (57ea61c), run here twice, held core+cache after the
 # move (99.1%, 98.8%), but left the new IRQ CPU to others: 0.6% of the receivers' runtime on
@@ -49,14 +51,20 @@ run() {
 		cl+=("$IPERF_CLIENT_PID")
 	done
 	wait_streaming "${pids[@]}"
+	# $3: the probe's own CPU, out of the receivers' LLC of its window. Not the new IRQ CPU 6
+	# (lib.sh's PROBE_CPU) after the move: a task pinned there waits in CPU 6's local DSQ, and
+	# has_room() then gives CPU 6 to no receiver (local_busy()). With the after-probe on CPU 6,
+	# CI read 10.2% of the receivers' runtime there, and this machine under a host load that
+	# halves the guest's speed (stress-ng --cpu 2 on the host) 7.5%, 6.8% (stop 55's build)
+	# and 3.2%, where CPU 1 held 51% before the move; with it on CPU 2, 47.6% (EEVDF 34.8%).
 	probe_to() {
 		$PROBE --pids "$(IFS=,; echo "${pids[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
-			--probe-cpu "$PROBE_CPU" --go-file "/tmp/$label-$1.go" --json \
+			--probe-cpu "$3" --go-file "/tmp/$label-$1.go" --json \
 			>"/tmp/$label-$1.json" 2>"/tmp/$label-$1.txt" || true
 	}
 	rm -f /tmp/"$label"-{before,after}.go{,.ready}
-	probe_to before 6 & pb=$!
-	probe_to after 10 & pa=$!
+	probe_to before 6 6 & pb=$!
+	probe_to after 10 2 & pa=$!
 	rm -f /tmp/moved /tmp/repin.go /tmp/repin.go.ready
 	if [[ $label == miami ]]; then
 		monitor "$(IFS=,; echo "${pids[*]}")" >/tmp/repin.txt 2>&1 & mon=$!
