@@ -100,7 +100,7 @@ bench: build
 demo: build
 	tests/vm/run.sh --timeout 900 -- tests/vm/demo.sh
 
-# docs/stats.md is --help-stats in a code block; tests/stats_server.rs fails when it is stale.
+# docs/stats.md is --help-stats in a code block; tests/it/stats_server.rs fails when it is stale.
 docs:
 	cargo build --release
 	@{ printf '%s\n' '# scx_miami statistics' '' \

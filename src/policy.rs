@@ -3,7 +3,7 @@
 //! the three steps and the class boundaries), from a BPF timer every --interval-ms. This module
 //! is the user-space side of it: the configuration it reads, and the conversions between its
 //! fixed-point state (loads and shares in hundredths of a percent) and what the loader logs and
-//! reports. tests/policy.rs runs the round on the host through these with synthetic inputs.
+//! reports. tests/it/policy.rs runs the round on the host through these with synthetic inputs.
 
 use crate::bpf_intf::{
     miami_agent_consts_MIAMI_AUTO_START_HIGH as AUTO_START_HIGH,

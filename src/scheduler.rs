@@ -243,7 +243,7 @@ impl<'a> Scheduler<'a> {
         let kernel_times = refused.is_none();
         skel.progs.miami_snapshot_cpus.set_autoload(kernel_times);
         skel.progs.miami_agent_start.set_autoload(kernel_times);
-        skel.progs.miami_snapshot.set_autoload(false); // tests/snapshot.rs only
+        skel.progs.miami_snapshot.set_autoload(false); // tests/it/snapshot.rs only
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.nr_cpu_ids = llcs.cpu_llc.len() as u32;

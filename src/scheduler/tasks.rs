@@ -11,7 +11,7 @@ use super::Scheduler;
 use crate::bpf_intf::net_task;
 
 /// Run syscall program @prog (BPF_PROG_TEST_RUN) on argument @arg; an error unless it returns 0.
-/// Public for tests/snapshot.rs, which runs miami_snapshot() the way the scheduler does.
+/// Public for tests/it/snapshot.rs, which runs miami_snapshot() the way the scheduler does.
 pub fn run_syscall_prog<T: Copy>(prog: &libbpf_rs::ProgramMut, mut arg: T) -> Result<()> {
     // SAFETY: T is Copy plain data (a bindgen struct) that outlives the call.
     let ctx = unsafe {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Issue #13 test 8 (bad input to a running scheduler; bad command lines are host tests in
-# tests/cli.rs and tests/config.rs):
+# tests/it/cli.rs and tests/it/config.rs):
 #   - the stats socket gets garbage, a request cut short, a 4 MiB line, a request sent one byte
 #     a second, and 100 clients at once. Each garbage text line gets an error reply (errno != 0);
 #     a line that is not UTF-8 has its connection closed (scx_stats reads lines as strings), and

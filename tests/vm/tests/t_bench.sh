@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Issue #14: `make bench --quick` in the suite's own boot. The harness (tests/vm/bench/guest.sh
-# --quick: the bulk+ping-pong mix, under EEVDF, EEVDF+RFS, scx_miami and EEVDF with the
+# --quick: the bulk+ping-pong mix, under EEVDF, scx_miami and EEVDF with the
 # receivers and the ping-pong pinned where scx_miami ran them; 352 s in CI with the
 # micro-benchmark too) must work end to end and its numbers must be sane
 # (tests/vm/bench/render.py --check): every scheduler present in every scenario, no zero
@@ -10,6 +10,9 @@
 # performance: that is `make bench`'s to print. Without scx_bpfland, which `make bench` adds:
 # building it took 4m41s of a cold `make test` and its run 38 s of this test, for a path of the
 # harness (start, stop and BPF cost of an external scheduler) that scx_miami's run takes too.
+# Nor EEVDF+RFS (--scheds), since stop 57: 23 s of the run for a row this test asserts nothing
+# of; RFS is still set to odd values first and must come back (guest.sh turns it off at every
+# run's start, so the restore is exercised without it).
 #
 # It runs the harness as `scripts/bench.sh --host` does on a real host (docs/benchmarks.md):
 # the server NICs, the peer's addresses and the peer's command ("ip netns exec cli" standing
@@ -36,7 +39,7 @@ echo 16 >"/sys/class/net/$NIC_A/queues/rx-0/rps_flow_cnt"
 sysctl -q kernel.bpf_stats_enabled=0
 MIAMI_BENCH_NICS=$NIC_A,$NIC_B MIAMI_BENCH_PEER="$IP netns exec cli" \
 	MIAMI_BENCH_PEER_ADDRS=$ADDR_A_CLI,$ADDR_B_CLI VM_OUT=$out \
-	"$(dirname "$0")/../bench/guest.sh" --quick | tee /tmp/bench-quick.log
+	"$(dirname "$0")/../bench/guest.sh" --quick --scheds eevdf,miami,eevdf-pin | tee /tmp/bench-quick.log
 check_eq "host mode: NICs and receive IRQs found" \
 	"$(grep -c "host: A $NIC_A($ADDR_A_SRV, irq $IRQ_A) <- $ADDR_A_CLI; B $NIC_B($ADDR_B_SRV, irq $IRQ_B)" /tmp/bench-quick.log)" 1
 check_eq "host mode: IRQ affinity put back" \
@@ -44,19 +47,19 @@ check_eq "host mode: IRQ affinity put back" \
 check_eq "host mode: RFS put back" \
 	"$(cat /proc/sys/net/core/rps_sock_flow_entries),$(cat /sys/class/net/$NIC_A/queues/rx-0/rps_flow_cnt)" 2048,16
 check_eq "host mode: kernel.bpf_stats_enabled put back" "$(sysctl -n kernel.bpf_stats_enabled)" 0
-echo '{"command": "t_bench (guest.sh --quick)"}' >"$out/run.json"
-if python3 "$(dirname "$0")/../bench/render.py" "$out" --check >/tmp/bench-check.txt 2>&1; then
+echo '{"command": "t_bench (guest.sh --quick --scheds eevdf,miami,eevdf-pin)"}' >"$out/run.json"
+if python3 "$(dirname "$0")/../bench/render.py" "$out" --check --want eevdf,miami,eevdf-pin >/tmp/bench-check.txt 2>&1; then
 	pass "bench --quick: sane"
 else
 	fail "bench --quick: $(grep -c '^FAIL' /tmp/bench-check.txt) problems"
 fi
 grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check.txt
-check_eq "runs (1 scenario, 4 schedulers)" "$(wc -l <"$out/bench.jsonl")" 4
+check_eq "runs (1 scenario, 3 schedulers)" "$(wc -l <"$out/bench.jsonl")" 3
 # Context switches (/proc/stat) are never 0 in a window with traffic; the IPI counts are read
 # with them (/proc/interrupts), so a missing or unparsed file shows here.
 check_eq "every run: context switches and IPIs counted" "$(python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(sum(r.get("ctxt_per_s", 0) > 0 and r.get("ipi_res_per_s", 0) + r.get("ipi_cal_per_s", 0) > 0 for r in rows))' "$out/bench.jsonl")" 4
+print(sum(r.get("ctxt_per_s", 0) > 0 and r.get("ipi_res_per_s", 0) + r.get("ipi_cal_per_s", 0) > 0 for r in rows))' "$out/bench.jsonl")" 3
 # eevdf-pin pins each receiver to the CPU where it ran most under scx_miami (/tmp/pin-mix-1.txt,
 # in receiver order; their IRQ CPUs are 1 and 5 here). Pinned, each one's runtime falls in the
 # tier of that CPU alone: core if it is the receiver's IRQ CPU, cache if it shares its LLC
@@ -118,8 +121,10 @@ print([(x["scenario"], "MIAMI_BENCH_FAIL=mix-1:miami" in x.get("failed", "")) fo
 check_eq "after the failed run: scheduler detached" "$(sched_state)" disabled
 echo '{"command": "t_bench (guest.sh --only micro-irqb-8,mix-1,microtx-2n-8,table3)"}' >"$out2/run.json"
 python3 "$(dirname "$0")/../bench/render.py" "$out2" --check --want miami >/tmp/bench-check2.txt 2>&1 || true
-# Indented: the expected FAIL line of render.py is not one of this test's.
-grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check2.txt | sed 's/^/  render: /'
+# Indented: the expected FAIL line of render.py is not one of this test's. A crash of render.py
+# shows here too (its last lines) and fails the check below, not the script.
+{ grep -E '^(## |\| |FAIL|bench check)' /tmp/bench-check2.txt ||
+	tail -n 5 /tmp/bench-check2.txt; } | sed 's/^/  render: /'
 check_eq "bench irqb, tx, table3: sane; the failed run the one problem" \
 	"$(grep -c '^FAIL' /tmp/bench-check2.txt) $(grep -c '^FAIL: mix-1/miami: the run failed: exit 1: ' /tmp/bench-check2.txt)" "1 1"
 check_eq "results.md: the failed run's row" "$(grep -c '^| miami | .*| failed (exit 1: ' "$out2/results.md")" 1

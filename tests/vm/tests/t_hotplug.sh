@@ -21,7 +21,7 @@
 #     name where it went (the IRQ map is rebuilt), and after it is back online and re-pinned,
 #     1,5 again;
 #   - every receiver still streams at the end (no task lost).
-# That the agent never targets an offline CPU is a host test (tests/policy.rs
+# That the agent never targets an offline CPU is a host test (tests/it/policy.rs
 # offline_cpus_are_never_targets_and_never_overloaded).
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"

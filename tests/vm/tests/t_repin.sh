@@ -52,11 +52,12 @@ run() {
 	done
 	wait_streaming "${pids[@]}"
 	# $3: the probe's own CPU, out of the receivers' LLC of its window. Not the new IRQ CPU 6
-	# (lib.sh's PROBE_CPU) after the move: a task pinned there waits in CPU 6's local DSQ, and
-	# has_room() then gives CPU 6 to no receiver (local_busy()). With the after-probe on CPU 6,
-	# CI read 10.2% of the receivers' runtime there, and this machine under a host load that
-	# halves the guest's speed (stress-ng --cpu 2 on the host) 7.5%, 6.8% (stop 55's build)
-	# and 3.2%, where CPU 1 held 51% before the move; with it on CPU 2, 47.6% (EEVDF 34.8%).
+	# (lib.sh's PROBE_CPU) after the move: there the probe (100 Hz asked, 2.5-6.5 Hz got)
+	# filled what ksoftirqd (40-46%) left of CPU 6 on a slow host. With the after-probe on
+	# CPU 6, CI read 10.2% of the receivers' runtime there, and this machine under a host load
+	# that halves the guest's speed (stress-ng --cpu 2 on the host) 7.5%, 6.8% (stop 55's
+	# build) and 3.2%, where CPU 1 held 51% before the move; EEVDF 0.3-4.9%. With it on CPU 2,
+	# 47.6% (EEVDF 34.8%) slowed and 45.0% (EEVDF 40.5%) not.
 	probe_to() {
 		$PROBE --pids "$(IFS=,; echo "${pids[*]}")" "${irqof[@]}" --duration "$2" --hz 100 \
 			--probe-cpu "$3" --go-file "/tmp/$label-$1.go" --json \

@@ -21,7 +21,7 @@
 # went uncounted, such as the idle period in progress, would read near 100%), and with
 # `stress-ng --cpu` on every CPU at least 90% (/proc/stat reads 100%; busy time over wall time,
 # where a vCPU that misses ticks under TCG falls behind, read 37% on a busy CPU). Then, with no
-# scheduler, tests/snapshot.rs' comparison, which the build machines' kernels (no
+# scheduler, tests/it/snapshot.rs' comparison, which the build machines' kernels (no
 # CONFIG_KALLSYMS_ALL) skip: BPF's busy shares against /proc/stat's over one second, per CPU,
 # with one CPU spinning and one busy for 300 ms and then idle (the binary `cargo test --release`
 # built; make test builds it first).
@@ -159,10 +159,11 @@ check_eq "without --nic: a sender in cli (pid ${cl:-not found}) has its NIC's IR
 log "task table without --nic, sender IRQ CPUs and rows: $(tr "\n" " " </tmp/cli-irq.txt)"
 if sched_stop; then pass "stopped"; else fail "sched_stop"; fi
 
-snap=$(ls -t "$VM_TOP"/target/release/deps/snapshot-* 2>/dev/null | grep -v '\.d$' | head -n1 || true)
+# The host tests' binary (tests/it), its snapshot module's test.
+snap=$(ls -t "$VM_TOP"/target/release/deps/it-* 2>/dev/null | grep -v '\.d$' | head -n1 || true)
 if [[ -z $snap ]]; then
-	fail "no tests/snapshot.rs binary under target/release/deps: run cargo test --release first"
-elif "$snap" --exact cpu_times_are_the_kernels_busy_counters --nocapture >/tmp/snap.out 2>&1 &&
+	fail "no tests/it binary under target/release/deps: run cargo test --release first"
+elif "$snap" --exact snapshot::cpu_times_are_the_kernels_busy_counters --nocapture >/tmp/snap.out 2>&1 &&
 	grep -q "busy % per CPU" /tmp/snap.out; then
 	pass "BPF's CPU loads agree with /proc/stat's on $VM_KVER; $(grep -m1 'busy % per CPU' /tmp/snap.out)"
 else

@@ -26,7 +26,7 @@
 # used to pass. The test prints C's class in every task table that lists it and asserts it is
 # high in most. In the next CI run it was high in 22 of 22 and still held the core tier only
 # 37.9%. The agent could shed C, class high, in place of a paced sender whose repeated shed its
-# repeat filter held back (tests/policy.rs reproduces that round; the build before the fix shed
+# repeat filter held back (tests/it/policy.rs reproduces that round; the build before the fix shed
 # C once in a local run of this test), and the shed's hold keeps a task off the CPU for up to
 # 5 s. So the test also asserts, from the --verbose log, that the agent never sheds C while C
 # is class high.

@@ -551,7 +551,7 @@ fn nic_names_per_cpu_from_discovered_nics() {
 }
 
 /// CPU time (this thread's) of parsing a sample and of drawing frames on a TestBackend;
-/// `cargo test --test tui -- --ignored --nocapture bench`. Prints, never asserts on time.
+/// `cargo test --test it -- --ignored --nocapture tui::bench`. Prints, never asserts on time.
 #[test]
 #[ignore]
 fn bench_render_frames() {

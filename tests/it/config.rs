@@ -59,7 +59,7 @@ fn defaults() {
             starve_ns: 1_000_000_000,
             release_ns: 1_000_000_000,
             intens_win_ns: 100_000_000,
-            // --class-bounds auto: the agent derives them (tests/policy.rs).
+            // --class-bounds auto: the agent derives them (tests/it/policy.rs).
             bounds: None,
             net_room_pct: 80,
             nics: vec![],
