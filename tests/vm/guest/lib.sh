@@ -100,6 +100,38 @@ _EXIT_CMDS=()
 _BG_PIDS=()
 on_exit() { _EXIT_CMDS+=("$*"); }
 bg() { "$@" & BG_PID=$!; _BG_PIDS+=("$BG_PID"); } # note: SIGINT is ignored in it; use kill (TERM)
+# Pinned CPU hogs, one `stress-ng --cpu 1` per CPU given (a CPU given twice gets two), their
+# PIDs in HOGS: returns once every hog's worker runs (stress-ng forks it, and a fork takes a
+# second or more under TCG, more on a slow host; a window that opens while the hogs still start
+# weighs two schedulers' runs differently), 30 s at most, and logs how many run. hogs_stop ends
+# them. Start them after sched_start and stop them before sched_stop where the test allows:
+# with four hogs running, a start took 12 s and a stop 4 s, against 4 s and 1.6 s idle.
+hogs_start() {
+	local c h i up kids
+	HOGS=()
+	for c in "$@"; do
+		bg taskset -c "$c" stress-ng --cpu 1 --timeout 1200 --quiet
+		HOGS+=("$BG_PID")
+	done
+	for ((i = 0; i < 300; i++)); do
+		up=0
+		for h in "${HOGS[@]}"; do
+			# A builtin read, no fork per look (no newline at the end: read returns 1).
+			kids=
+			read -r kids <"/proc/$h/task/$h/children" 2>/dev/null || true
+			[[ -z $kids ]] || up=$((up + 1))
+		done
+		((up < ${#HOGS[@]})) || break
+		sleep 0.1
+	done
+	log "$up of ${#HOGS[@]} pinned hogs running"
+}
+hogs_stop() {
+	((${#HOGS[@]})) || return 0
+	kill "${HOGS[@]}" 2>/dev/null || true
+	wait "${HOGS[@]}" 2>/dev/null || true
+	HOGS=()
+}
 _lib_exit() {
 	local rc=$? c p
 	for c in "${_EXIT_CMDS[@]}"; do eval "$c" || true; done
@@ -486,6 +518,9 @@ wait_streaming() {
 	log "$up of $# receivers streaming"
 }
 jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# Several values of JSON file $1 in one Python start (0.8 s each in an idle guest, 3-15 s under
+# load): expression $2, $3... each on its own line, for `mapfile -t v < <(jgets F E1 E2)`.
+jgets() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(eval(e)) for e in sys.argv[2:]]' "$@"; }
 receivers_run() {
 	local label=$1 na=$2 nb=$3 secs=$4 i
 	shift 4

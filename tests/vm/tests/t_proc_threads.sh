@@ -58,34 +58,14 @@ llc_share() {
 }
 
 # Two pinned hogs on every CPU that takes no NIC IRQ, during helper run $1. The run starts once
-# every hog's worker runs (stress-ng forks it; a fork takes about a second under TCG, more on a
-# slow host), plus 1 s: CI's scx_miami run once read 36 bursts against EEVDF's 129, where this
-# machine reads 258-815, and a run that starts while the hogs still start weighs the two
-# schedulers' runs differently.
+# every hog's worker runs (lib.sh hogs_start), plus 1 s: CI's scx_miami run once read 36 bursts
+# against EEVDF's 129, where this machine reads 258-815, and a run that starts while the hogs
+# still start weighs the two schedulers' runs differently.
 pinned_run() {
-	local hogs=() c h i up kids
-	for c in 0 2 3 4 6 7; do
-		for _ in 1 2; do
-			bg taskset -c "$c" stress-ng --cpu 1 --timeout 600 --quiet
-			hogs+=("$BG_PID")
-		done
-	done
-	for ((i = 0; i < 300; i++)); do
-		up=0
-		for h in "${hogs[@]}"; do
-			# A builtin read, no fork per look (no newline at the end: read returns 1).
-			kids=
-			read -r kids <"/proc/$h/task/$h/children" 2>/dev/null || true
-			[[ -z $kids ]] || up=$((up + 1))
-		done
-		((up < ${#hogs[@]})) || break
-		sleep 0.1
-	done
-	log "$1: $up of ${#hogs[@]} pinned hogs running"
+	hogs_start 0 0 2 2 3 3 4 4 6 6 7 7
 	sleep 1
 	helper_run "$1" 5
-	kill "${hogs[@]}"
-	wait "${hogs[@]}" 2>/dev/null || true
+	hogs_stop
 }
 
 helper_run eevdf
