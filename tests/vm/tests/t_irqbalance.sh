@@ -27,13 +27,14 @@ source "$(dirname "$0")/../guest/lib.sh"
 bin=${MIAMI_BIN:-$VM_TOP/target/release/scx_miami}
 net_default
 
-srv=() irqof=()
+srv=() irqof=() cl=()
 for i in 0 1 2 3; do
 	if ((i < 2)); then addr=$ADDR_A_SRV irq=$IRQ_A; else addr=$ADDR_B_SRV irq=$IRQ_B; fi
 	iperf_server $((5201 + i)) "$addr"
 	srv+=("$IPERF_SERVER_PID")
 	irqof+=(--irq-of "$IPERF_SERVER_PID=$irq")
 	iperf_client_bg "/tmp/cl-$i.out" cli "$addr" $((5201 + i)) 200
+	cl+=("$IPERF_CLIENT_PID")
 done
 wait_streaming "${srv[@]}"
 
@@ -148,6 +149,11 @@ kill -0 "$IB" 2>/dev/null && alive=yes
 kill -TERM "$IB" 2>/dev/null || true
 ib_rc=0
 wait "$IB" || ib_rc=$?
+# The probe and the follower are done: the streams end before the stop, so that the stop and
+# the readings after it run on an idle guest (beside the streams a Python start took 3-15 s).
+# Killing a server ends its client's iperf3 too (the client PIDs are the shells around them).
+kill "${cl[@]}" "${srv[@]}" 2>/dev/null || true
+wait "${cl[@]}" 2>/dev/null || true
 sched_stop || fail "sched_stop"
 
 echo "--- irqbalance log (first 20 lines):"; head -n 20 /tmp/irqbalance.log
