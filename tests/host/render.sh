@@ -97,6 +97,17 @@ echo '{"scenario": "f", "scheduler": "miami", "rep": 4, "failed": "exit 1: boom"
 python3 "$top/tests/vm/bench/render.py" "$out" --check --want eevdf,miami >"$out/check" 2>&1
 check_eq "--repeat: a failed run among them, --check's exit status" "$?" 1
 check_eq "... and its line" "$(grep -c '^FAIL: f/miami: run 4: exit 1: boom$' "$out/check")" 1
+# A run whose probe gave no placement (guest.sh writes null and what the probe said): the
+# summary shows no share for it instead of render.py ending on a KeyError (t_bench in stop 58's
+# make test), and --check names it with the probe's words.
+{
+	row g eevdf 1.0
+	echo '{"scenario": "g", "scheduler": "miami", "gbps_total": 1.0, "placement": null, "queued_share": 0.1, "probe_said": "probe: no samples"}'
+} >"$out/bench.jsonl"
+python3 "$top/tests/vm/bench/render.py" "$out" --check --want eevdf,miami >"$out/check" 2>&1
+check_eq "no placement: --check's exit status" "$?" 1
+check_eq "... the summary row, scx_miami's share '-'" "$(grep -E '^\| g \| ' "$md" | cut -d'|' -f3 | xargs)" "- / 100.0% / -"
+check_eq "... and its line" "$(grep -c '^FAIL: g/miami: placement shares None; the probe said: probe: no samples$' "$out/check")" 1
 
 # guest.sh refuses a --scheds or --repeat it cannot run as asked, and exits before it touches the
 # machine: an unknown name used to run as EEVDF, and an eevdf-pin before miami was skipped with a

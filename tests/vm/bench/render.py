@@ -262,8 +262,8 @@ def summary(rows, scen):
     if not any(s == "miami" for _, s in by):
         return []
 
-    def share(r):
-        return None if not r else r["core"] + r["cache"]
+    def share(r):  # None where the run has no placement (the probe failed): --check says so
+        return None if not r or "core" not in r else r["core"] + r["cache"]
 
     def pct(v):
         return "-" if v is None else f"{v:.1%}"
