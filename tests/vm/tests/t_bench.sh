@@ -133,7 +133,7 @@ check_eq "results.md: the failed run's row" "$(grep -c '^| miami | .*| failed (e
 # The rows into /tmp's top level, which runall.sh keeps for the host (.cache/vm-out): stop 58's
 # make test once had a run of this part without placement (render.py then ended on a KeyError,
 # fixed since; --check now names the run and what its probe said). In 8 repetitions of this
-# part in one boot it came back once, in microtx-2n-2 right after the failed run: the probe
+# part in two boots it came back once, in microtx-2n-2 right after the failed run: the probe
 # found neither server PID (no comm, no thread) over its window. Cause not found yet.
 cp "$out2/bench.jsonl" /tmp/bench-paths.json
 j=$out2/bench.jsonl
