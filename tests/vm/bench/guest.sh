@@ -483,7 +483,16 @@ run() {
 	# emitted no sched_stat_runtime events at all (671 in 2 s with it off, 0 with it on), and
 	# every placement came out empty. Sampling /proc instead; switch-ins (--runs) for the web
 	# server, whose runs are too short to sample.
-	local probe_opts=(--hz 100) probe= go=/tmp/bench.go
+	# The go file is this run's own (its subshell's PID), and the probe's files are new ones: a
+	# probe a failed run left behind, had after_failure() missed it, would otherwise open its
+	# window on this run's go file and write into the same /tmp/probe.json, which a failed run
+	# does not remove. Stop 58: a run right after a failed one, 2 times in 16, had a probe
+	# output naming no live PID (no comm, no thread) while its servers ran. A stale probe is
+	# one way to get that, not a confirmed one: none was logged below in 8 runs after the change.
+	local probe_opts=(--hz 100) probe= go=/tmp/bench.go.$BASHPID old
+	rm -f /tmp/bench.go.* /tmp/probe.json /tmp/probe.err
+	old=$(pgrep -f "$PROBE" | xargs || true)
+	[[ -z $old ]] || log "$sc: probes still running from before: $old"
 	[[ $sc == web ]] && probe_opts=(--trace --runs)
 	rm -f "$go" "$go.ready"
 	if [[ $sc != table3 ]]; then
