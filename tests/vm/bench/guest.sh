@@ -494,7 +494,6 @@ run() {
 	old=$(pgrep -f "$PROBE" | xargs || true)
 	[[ -z $old ]] || log "$sc: probes still running from before: $old"
 	[[ $sc == web ]] && probe_opts=(--trace --runs)
-	rm -f "$go" "$go.ready"
 	if [[ $sc != table3 ]]; then
 		$PROBE --pids "$(IFS=,; echo "${srv[*]}")" "${irqof[@]}" --duration $((secs - 3)) \
 			"${probe_opts[@]}" --probe-cpu "$PROBE_CPU" --go-file "$go" --json \
